@@ -1,0 +1,111 @@
+// The write path: how a marker puts a record into its thread's buffer.
+//
+// Fast path: a thread-local load, a bounds check, plain stores and one release
+// store that publishes the record. Everything else (first event of a thread,
+// a full chunk, no free chunk) is in the out-of-line slow path, which still
+// never locks, allocates or blocks once the thread is registered.
+#pragma once
+
+#include <pthread.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "detail/platform.hpp"
+#include "detail/record.hpp"
+#include "detail/state.hpp"
+#include "detail/thread_buffer.hpp"
+
+namespace npuprof::detail {
+
+inline thread_buffer* register_this_thread() noexcept {
+  process_state& s = state();
+  const std::uint32_t tid = os_thread_id();
+  thread_buffer* tb = nullptr;
+  try {
+    tb = s.threads.acquire(tid);
+    char name[64] = {};
+    if (::pthread_getname_np(::pthread_self(), name, sizeof name) == 0 && name[0] != '\0') {
+      s.threads.set_name(tid, name);
+    }
+  } catch (...) {
+    return nullptr;
+  }
+  ::pthread_setspecific(s.threads.key(), tb);
+  t_buffer = tb;
+  return tb;
+}
+
+/// Runs when a thread that recorded exits: its last chunk goes to the drainer
+/// so that none of its events are lost, and its buffer becomes reusable.
+inline void on_thread_exit(void* buffer) noexcept {
+  auto* tb = static_cast<thread_buffer*>(buffer);
+  process_state& s = state();
+  if (chunk* c = tb->current.exchange(nullptr, std::memory_order_acq_rel)) s.pool.hand_full(c);
+  tb->write = tb->limit = nullptr;
+  if (t_buffer == tb) t_buffer = nullptr;
+  try {
+    s.threads.release(tb);
+  } catch (...) {
+  }
+}
+
+inline thread_buffer* this_thread_buffer() noexcept {
+  thread_buffer* tb = t_buffer;
+  return NPUPROF_LIKELY(tb != nullptr) ? tb : register_this_thread();
+}
+
+/// Finds room for `words` words when the current chunk has none: hands the
+/// full chunk over and takes a free one, or drops the event and counts it.
+NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words) noexcept {
+  thread_buffer* tb = this_thread_buffer();
+  process_state& s = state();
+  if (tb == nullptr) {
+    s.stats.bump(s.stats.unregistered_drops);
+    return nullptr;
+  }
+  if (tb->write != nullptr && static_cast<std::size_t>(tb->limit - tb->write) >= words) return tb->write;
+  if (chunk* full = tb->current.load(std::memory_order_relaxed)) {
+    tb->current.store(nullptr, std::memory_order_release);
+    s.pool.hand_full(full);
+    tb->write = tb->limit = nullptr;
+  }
+  chunk* fresh = s.pool.take_free();
+  if (fresh == nullptr) {
+    tb->dropped.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
+  fresh->reset(tb->tid);
+  tb->write = fresh->data();
+  tb->limit = fresh->limit;
+  tb->current.store(fresh, std::memory_order_release);
+  return tb->write;
+}
+
+/// Room for `words` words in this thread's buffer, or null when the event has
+/// to be dropped (it is then already counted).
+NPUPROF_ALWAYS_INLINE std::uint64_t* reserve(std::size_t words) noexcept {
+  thread_buffer* tb = t_buffer;
+  if (NPUPROF_LIKELY(tb != nullptr)) {
+    std::uint64_t* p = tb->write;
+    if (NPUPROF_LIKELY(static_cast<std::size_t>(tb->limit - p) >= words)) return p;
+  }
+  return reserve_slow(words);
+}
+
+/// Publishes everything written before `end` to the drainer.
+NPUPROF_ALWAYS_INLINE void commit(std::uint64_t* end) noexcept {
+  thread_buffer* tb = t_buffer;
+  tb->write = end;
+  tb->current.load(std::memory_order_relaxed)->published.store(end, std::memory_order_release);
+}
+
+/// A new range id: unique in the process, never 0, no shared counter.
+inline std::uint64_t next_range_id() noexcept {
+  thread_buffer* tb = this_thread_buffer();
+  if (tb == nullptr) return 0;
+  return tb->id_base | (++tb->id_seq & ((std::uint64_t{1} << 40) - 1));
+}
+
+}  // namespace npuprof::detail

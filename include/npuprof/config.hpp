@@ -1,0 +1,310 @@
+// Session configuration: from code, from a JSON file (NPUPROF_CONFIG) and from
+// the environment, with the key names users of torch_npu's profiler know.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "error.hpp"
+
+namespace npuprof {
+
+/// Everything a session can be told. Defaults suit a developer's run: all
+/// markers on, output in the current directory.
+struct config {
+  /// The `mstx` switch (alias `msprof_tx`): markers record at all.
+  bool mstx = true;
+  /// `mstx_domain_include`: only these domains record (wins over exclude).
+  std::vector<std::string> domain_include;
+  /// `mstx_domain_exclude`: these domains do not record.
+  std::vector<std::string> domain_exclude;
+  /// `output_dir`: where output directories are created.
+  std::string output_dir = ".";
+  /// `worker_name`: first part of the output directory name (default: host name).
+  std::string worker_name;
+  /// `buffer_size_kb`: cap on the memory of all event buffers together; events
+  /// past it are dropped and counted.
+  std::size_t buffer_size_kb = 256 * 1024;
+  /// `chunk_size_kb`: size of one buffer chunk, the unit threads take and hand over.
+  std::size_t chunk_size_kb = 64;
+  /// `flush_interval_ms`: how often the session collects full chunks.
+  unsigned flush_interval_ms = 10;
+
+  /// Where the values came from ("defaults", a file, the environment).
+  std::string source = "defaults";
+  /// Problems that did not stop loading (unknown keys, conflicting filters).
+  std::vector<std::string> warnings;
+
+  /// Defaults, then the file named by NPUPROF_CONFIG (if set), then the
+  /// NPUPROF_* environment variables. Throws config_error.
+  static config from_env();
+  /// Reads a JSON config file. Throws config_error naming the file and key.
+  static config from_file(const std::string& path);
+  /// Reads JSON text; `source` names it in messages.
+  static config from_json(std::string_view text, const std::string& source = "<json>");
+
+  /// Applies the NPUPROF_* environment variables on top of this config.
+  void apply_env();
+  /// Checks value ranges; throws config_error.
+  void validate() const;
+  /// The config as JSON, as written to the metadata.
+  nlohmann::json to_json() const;
+};
+
+namespace detail {
+
+inline std::string json_type_name(const nlohmann::json& v) {
+  return std::string(v.type_name());
+}
+
+[[noreturn]] inline void key_error(const std::string& source, std::string_view key, const std::string& what) {
+  throw config_error(source + ": key '" + std::string(key) + "': " + what);
+}
+
+inline std::vector<std::string> split_list(std::string_view s) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    const std::size_t comma = s.find(',');
+    std::string_view item = s.substr(0, comma);
+    while (!item.empty() && (item.front() == ' ' || item.front() == '\t')) item.remove_prefix(1);
+    while (!item.empty() && (item.back() == ' ' || item.back() == '\t')) item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    s.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+inline std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+inline const std::vector<std::string_view>& known_config_keys() {
+  static const std::vector<std::string_view> keys = {
+      "mstx", "msprof_tx", "mstx_domain_include", "mstx_domain_exclude", "output_dir",
+      "worker_name", "buffer_size_kb", "chunk_size_kb", "flush_interval_ms"};
+  return keys;
+}
+
+inline std::string unknown_key_warning(const std::string& source, const std::string& key) {
+  std::string msg = source + ": unknown key '" + key + "' (ignored)";
+  std::string_view best;
+  std::size_t best_d = 3;
+  for (std::string_view k : known_config_keys()) {
+    const std::size_t d = edit_distance(key, k);
+    if (d < best_d) best_d = d, best = k;
+  }
+  if (!best.empty()) msg += "; did you mean '" + std::string(best) + "'?";
+  return msg;
+}
+
+/// "file:line:column" of a byte offset in `text` (both 1-based).
+inline std::string text_position(std::string_view text, std::size_t byte) {
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
+inline bool parse_bool_text(std::string_view s, bool& out) {
+  std::string v(s);
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v == "1" || v == "true" || v == "on" || v == "yes") return out = true, true;
+  if (v == "0" || v == "false" || v == "off" || v == "no") return out = false, true;
+  return false;
+}
+
+inline std::vector<std::string> json_string_list(const std::string& source, const std::string& key,
+                                                 const nlohmann::json& v) {
+  if (!v.is_array()) key_error(source, key, "expected an array of domain names, got " + json_type_name(v));
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string()) {
+      key_error(source, key, "element " + std::to_string(i) + ": expected a string, got " + json_type_name(v[i]));
+    }
+    out.push_back(v[i].get<std::string>());
+  }
+  return out;
+}
+
+template <class T>
+inline T json_unsigned(const std::string& source, const std::string& key, const nlohmann::json& v) {
+  if (!v.is_number_integer() || (v.is_number_integer() && v.get<long long>() < 0)) {
+    key_error(source, key, "expected a non-negative integer, got " + (v.is_number() ? v.dump() : json_type_name(v)));
+  }
+  return static_cast<T>(v.get<unsigned long long>());
+}
+
+inline void warn(config& cfg, std::string msg) {
+  std::fprintf(stderr, "npuprof: warning: %s\n", msg.c_str());
+  cfg.warnings.push_back(std::move(msg));
+}
+
+inline void check_filters(config& cfg) {
+  if (!cfg.domain_include.empty() && !cfg.domain_exclude.empty()) {
+    warn(cfg, cfg.source + ": both mstx_domain_include and mstx_domain_exclude are set; "
+              "only mstx_domain_include takes effect");
+  }
+}
+
+}  // namespace detail
+
+inline config config::from_json(std::string_view text, const std::string& source) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string what = e.what();
+    // nlohmann's own text repeats the position; keep just its reason.
+    const std::size_t colon = what.rfind(": ");
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+    throw config_error(source + ":" + detail::text_position(text, e.byte == 0 ? 0 : e.byte - 1) +
+                       ": invalid JSON: " + what);
+  }
+  if (!doc.is_object()) {
+    throw config_error(source + ": expected a JSON object at the top level, got " + detail::json_type_name(doc));
+  }
+  config cfg;
+  cfg.source = source;
+  bool have_mstx = false;
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const std::string& key = it.key();
+    const nlohmann::json& v = it.value();
+    if (key == "mstx" || key == "msprof_tx") {
+      if (!v.is_boolean()) detail::key_error(source, key, "expected true or false, got " + detail::json_type_name(v));
+      if (have_mstx && cfg.mstx != v.get<bool>()) {
+        detail::key_error(source, key, "conflicts with the value given for its alias");
+      }
+      cfg.mstx = v.get<bool>();
+      have_mstx = true;
+    } else if (key == "mstx_domain_include") {
+      cfg.domain_include = detail::json_string_list(source, key, v);
+    } else if (key == "mstx_domain_exclude") {
+      cfg.domain_exclude = detail::json_string_list(source, key, v);
+    } else if (key == "output_dir" || key == "worker_name") {
+      if (!v.is_string()) detail::key_error(source, key, "expected a string, got " + detail::json_type_name(v));
+      (key == "output_dir" ? cfg.output_dir : cfg.worker_name) = v.get<std::string>();
+    } else if (key == "buffer_size_kb") {
+      cfg.buffer_size_kb = detail::json_unsigned<std::size_t>(source, key, v);
+    } else if (key == "chunk_size_kb") {
+      cfg.chunk_size_kb = detail::json_unsigned<std::size_t>(source, key, v);
+    } else if (key == "flush_interval_ms") {
+      cfg.flush_interval_ms = detail::json_unsigned<unsigned>(source, key, v);
+    } else {
+      detail::warn(cfg, detail::unknown_key_warning(source, key));
+    }
+  }
+  detail::check_filters(cfg);
+  cfg.validate();
+  return cfg;
+}
+
+inline config config::from_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw config_error(path + ": cannot open config file: " + std::strerror(errno));
+  std::stringstream text;
+  text << in.rdbuf();
+  return from_json(text.str(), path);
+}
+
+inline void config::apply_env() {
+  auto env = [](const char* name) -> const char* { return std::getenv(name); };
+  auto env_error = [](const char* name, const std::string& what) {
+    throw config_error(std::string("environment variable ") + name + ": " + what);
+  };
+  if (const char* v = env("NPUPROF_MSTX")) {
+    if (!detail::parse_bool_text(v, mstx)) {
+      env_error("NPUPROF_MSTX", std::string("expected 1/0, true/false, on/off or yes/no, got '") + v + "'");
+    }
+  }
+  if (const char* v = env("NPUPROF_DOMAIN_INCLUDE")) domain_include = detail::split_list(v);
+  if (const char* v = env("NPUPROF_DOMAIN_EXCLUDE")) domain_exclude = detail::split_list(v);
+  if (const char* v = env("NPUPROF_OUTPUT_DIR")) output_dir = v;
+  if (const char* v = env("NPUPROF_WORKER_NAME")) worker_name = v;
+  auto number = [&](const char* name, std::size_t& out) {
+    if (const char* v = env(name)) {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long n = std::strtoull(v, &end, 10);
+      if (*v == '\0' || *v == '-' || *end != '\0' || errno != 0) {
+        env_error(name, std::string("expected a non-negative integer, got '") + v + "'");
+      }
+      out = static_cast<std::size_t>(n);
+    }
+  };
+  number("NPUPROF_BUFFER_SIZE_KB", buffer_size_kb);
+  number("NPUPROF_CHUNK_SIZE_KB", chunk_size_kb);
+  std::size_t flush = flush_interval_ms;
+  number("NPUPROF_FLUSH_INTERVAL_MS", flush);
+  flush_interval_ms = static_cast<unsigned>(flush);
+}
+
+inline config config::from_env() {
+  config cfg;
+  if (const char* path = std::getenv("NPUPROF_CONFIG"); path != nullptr && *path != '\0') {
+    cfg = from_file(path);
+    cfg.source = std::string(path) + " + environment";
+  } else {
+    cfg.source = "environment";
+  }
+  const bool had_both = !cfg.domain_include.empty() && !cfg.domain_exclude.empty();
+  cfg.apply_env();
+  if (!had_both) detail::check_filters(cfg);
+  cfg.validate();
+  return cfg;
+}
+
+inline void config::validate() const {
+  auto bad = [&](const char* key, const std::string& what) { detail::key_error(source, key, what); };
+  if (chunk_size_kb < 1 || chunk_size_kb > 4096) {
+    bad("chunk_size_kb", "must be between 1 and 4096, got " + std::to_string(chunk_size_kb));
+  }
+  if (buffer_size_kb < chunk_size_kb) {
+    bad("buffer_size_kb", "must be at least chunk_size_kb (" + std::to_string(chunk_size_kb) + "), got " +
+                              std::to_string(buffer_size_kb));
+  }
+  if (buffer_size_kb / chunk_size_kb > 1'000'000) {
+    bad("buffer_size_kb", "makes more than a million chunks; raise chunk_size_kb");
+  }
+  if (flush_interval_ms < 1 || flush_interval_ms > 60'000) {
+    bad("flush_interval_ms", "must be between 1 and 60000, got " + std::to_string(flush_interval_ms));
+  }
+}
+
+inline nlohmann::json config::to_json() const {
+  return {{"mstx", mstx},
+          {"mstx_domain_include", domain_include},
+          {"mstx_domain_exclude", domain_exclude},
+          {"output_dir", output_dir},
+          {"worker_name", worker_name},
+          {"buffer_size_kb", buffer_size_kb},
+          {"chunk_size_kb", chunk_size_kb},
+          {"flush_interval_ms", flush_interval_ms},
+          {"source", source}};
+}
+
+}  // namespace npuprof

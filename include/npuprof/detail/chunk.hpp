@@ -1,0 +1,53 @@
+// A chunk: one block of a thread buffer. A thread writes records into its
+// current chunk and publishes them with a release store; the drainer reads
+// them up to what is published. Full chunks travel to the session through a
+// lock-free queue and come back through a lock-free free list.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+
+namespace npuprof::detail {
+
+struct alignas(64) chunk {
+  /// End of the records the owner has published (release store by the owner).
+  std::atomic<std::uint64_t*> published{nullptr};
+  /// Start of the records the drainer has not taken yet (drainer only).
+  std::uint64_t* unread = nullptr;
+  /// One past the last word of the data area.
+  std::uint64_t* limit = nullptr;
+  /// OS thread id of the owner when the chunk was handed out.
+  std::uint32_t tid = 0;
+  /// Size of the whole allocation, header included.
+  std::uint32_t bytes = 0;
+
+  std::uint64_t* data() noexcept { return reinterpret_cast<std::uint64_t*>(this + 1); }
+
+  /// Makes the chunk empty and hands it to thread `owner_tid`.
+  void reset(std::uint32_t owner_tid) noexcept {
+    tid = owner_tid;
+    unread = data();
+    published.store(data(), std::memory_order_release);
+  }
+
+  static chunk* create(std::size_t total_bytes) {
+    void* mem = std::aligned_alloc(alignof(chunk), total_bytes);
+    if (mem == nullptr) return nullptr;
+    auto* c = new (mem) chunk();
+    c->bytes = static_cast<std::uint32_t>(total_bytes);
+    c->limit = c->data() + (total_bytes - sizeof(chunk)) / sizeof(std::uint64_t);
+    c->reset(0);
+    return c;
+  }
+
+  static void destroy(chunk* c) noexcept {
+    c->~chunk();
+    std::free(c);
+  }
+};
+
+static_assert(sizeof(chunk) == 64, "chunk header is one cache line");
+
+}  // namespace npuprof::detail

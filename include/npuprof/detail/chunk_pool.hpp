@@ -1,0 +1,149 @@
+// Where chunks come from and go back to. Recording threads only pop free
+// chunks and push full ones (both lock-free, never allocating); the session's
+// drainer allocates, recycles and enforces the memory cap.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include <boost/lockfree/queue.hpp>
+#include <boost/lockfree/stack.hpp>
+
+#include "chunk.hpp"
+
+namespace npuprof::detail {
+
+class chunk_pool {
+ public:
+  chunk_pool() : free_(64), full_(64), nodes_(64) {}
+
+  // --- recording threads ---------------------------------------------------
+
+  chunk* take_free() noexcept {
+    chunk* c = nullptr;
+    if (!free_.pop(c)) {
+      ran_dry_.store(true, std::memory_order_relaxed);
+      return nullptr;
+    }
+    free_count_.fetch_sub(1, std::memory_order_relaxed);
+    return c;
+  }
+
+  /// Hands a chunk over to the drainer. Cannot fail for want of space: the
+  /// queue has a node reserved for every chunk in existence.
+  void hand_full(chunk* c) noexcept { full_.bounded_push(c); }
+
+  // --- the drainer (callers serialise these) -------------------------------
+
+  chunk* take_full() noexcept {
+    chunk* c = nullptr;
+    return full_.pop(c) ? c : nullptr;
+  }
+
+  /// Sets the chunk size and the cap on all chunk memory for the next session.
+  /// A thread's current chunk keeps its size until it is full.
+  void configure(std::size_t chunk_bytes, std::size_t cap_bytes) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    chunk_bytes_ = chunk_bytes;
+    cap_bytes_ = cap_bytes;
+    const std::size_t cap_chunks = cap_bytes / chunk_bytes;
+    reserve_ = std::clamp<std::size_t>(cap_chunks / 4, 2, 256);
+    max_reserve_ = std::max<std::size_t>(reserve_, cap_chunks / 2);
+    // Free chunks of another size or above the new cap go now; chunks in use
+    // go when they come back.
+    const std::size_t n = free_count_.load(std::memory_order_relaxed);
+    for (std::size_t i = 0; i < n; ++i) {
+      chunk* c = take_free();
+      if (c == nullptr) break;
+      recycle_locked(c);
+    }
+  }
+
+  /// Allocates free chunks until the reserve is full or the cap is reached.
+  /// A reserve that ran dry since the last call is doubled: threads that
+  /// record fast get more room between two drains.
+  void top_up() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (ran_dry_.exchange(false, std::memory_order_relaxed)) reserve_ = std::min(reserve_ * 2, max_reserve_);
+    while (free_count_.load(std::memory_order_relaxed) < reserve_ && current_bytes_locked() + chunk_bytes_ <= cap_bytes_) {
+      chunk* c = chunk::create(chunk_bytes_);
+      if (c == nullptr) return;
+      ++allocated_;
+      ++count_by_size_[chunk_bytes_];
+      reserve_nodes_locked();
+      give_free(c);
+    }
+  }
+
+  /// Takes back a chunk the session no longer needs.
+  void recycle(chunk* c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    recycle_locked(c);
+  }
+
+  /// Memory of all chunks in existence, of any size.
+  std::size_t allocated_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t n = 0;
+    for (auto& [size, count] : count_by_size_) n += size * count;
+    return n;
+  }
+  std::size_t chunk_bytes() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return chunk_bytes_;
+  }
+
+ private:
+  void give_free(chunk* c) {
+    c->reset(0);
+    free_.bounded_push(c);
+    free_count_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  void recycle_locked(chunk* c) {
+    if (c->bytes != chunk_bytes_ || current_bytes_locked() > cap_bytes_) {
+      --count_by_size_[c->bytes];
+      --allocated_;
+      chunk::destroy(c);
+      return;
+    }
+    give_free(c);
+  }
+
+  // The cap applies to chunks of the configured size; chunks of an earlier
+  // size are freed as they come back and do not count.
+  std::size_t current_bytes_locked() const {
+    auto it = count_by_size_.find(chunk_bytes_);
+    return it == count_by_size_.end() ? 0 : it->second * chunk_bytes_;
+  }
+
+  // Both lock-free containers may hold every chunk at once: give them a
+  // node each beforehand so that pushes never allocate.
+  void reserve_nodes_locked() {
+    if (allocated_ <= nodes_) return;
+    const std::size_t more = allocated_ - nodes_;
+    free_.reserve(more);
+    full_.reserve(more);
+    nodes_ = allocated_;
+  }
+
+  boost::lockfree::stack<chunk*> free_;
+  boost::lockfree::queue<chunk*> full_;
+  std::atomic<std::size_t> free_count_{0};
+  std::atomic<bool> ran_dry_{false};
+
+  mutable std::mutex mutex_;
+  std::size_t nodes_;
+  std::size_t chunk_bytes_ = 64 * 1024;
+  std::size_t cap_bytes_ = 0;
+  std::size_t reserve_ = 2;
+  std::size_t max_reserve_ = 2;
+  std::size_t allocated_ = 0;  // chunks in existence, wherever they are
+  std::map<std::size_t, std::size_t> count_by_size_;
+};
+
+}  // namespace npuprof::detail

@@ -1,0 +1,178 @@
+// Turns the raw records of buffer segments into trace_data: validates each
+// record, resolves strings, and pairs range begins with their ends by id.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "../trace_data.hpp"
+#include "chunk.hpp"
+#include "record.hpp"
+#include "state.hpp"
+
+namespace npuprof::detail {
+
+/// A run of published records in one chunk.
+struct segment {
+  chunk* source;
+  const std::uint64_t* from;
+  const std::uint64_t* to;
+  std::uint32_t tid;
+  bool owned;  // taken from the full queue: recycle after decoding
+};
+
+class decoder {
+ public:
+  decoder(trace_data& out, std::uint64_t start_ticks) : out_(out), start_ticks_(start_ticks) {
+    out_.strings.emplace_back();  // index 0: ""
+    string_index_.emplace("", 0);
+  }
+
+  void add(const segment& s) {
+    const std::uint64_t* p = s.from;
+    while (p < s.to) {
+      const std::size_t n = record_words(p, s.to);
+      if (n == 0) {
+        ++out_.counts.corrupt_records;
+        return;
+      }
+      if (p[0] >= start_ticks_) decode_one(p, s.tid);  // older records belong to no session
+      p += n;
+    }
+  }
+
+  /// Pairs ends with begins; ranges left open end at `end_ticks`.
+  void finish(std::uint64_t end_ticks) {
+    for (const pending_end& e : ends_) {
+      auto it = open_.find(e.id);
+      if (it == open_.end()) {
+        ++out_.counts.unmatched_range_ends;
+        continue;
+      }
+      trace_event& ev = out_.events[it->second];
+      ev.dur = out_.clock.to_ns(e.ticks) - ev.ts;
+      if (ev.dur < 0) ev.dur = 0;
+      ev.end_tid = e.tid;
+      open_.erase(it);
+    }
+    for (auto& [id, index] : open_) {
+      trace_event& ev = out_.events[index];
+      ev.incomplete = true;
+      ev.dur = out_.clock.to_ns(end_ticks) - ev.ts;
+      if (ev.dur < 0) ev.dur = 0;
+      ++out_.counts.open_ranges;
+    }
+    open_.clear();
+    ends_.clear();
+  }
+
+ private:
+  struct pending_end {
+    std::uint64_t id;
+    std::uint64_t ticks;
+    std::uint32_t tid;
+  };
+
+  /// Words of the record at p, or 0 when it is not a valid record.
+  static std::size_t record_words(const std::uint64_t* p, const std::uint64_t* to) {
+    if (to - p < 2) return 0;
+    const kind k = tag_kind(p[1]);
+    if (k < kind::complete || k > kind::counter_copy) return 0;
+    std::size_t n = fixed_words(k) + (tag_has_stream(p[1]) ? 1 : 0);
+    if (has_copied_bytes(k)) {
+      const std::uint64_t len = tag_payload(p[1]);
+      if (len > max_message) return 0;
+      n += words_for_bytes(static_cast<std::size_t>(len));
+    }
+    return static_cast<std::size_t>(to - p) >= n ? n : 0;
+  }
+
+  std::uint32_t intern(std::string_view s) {
+    auto it = string_index_.find(std::string(s));
+    if (it != string_index_.end()) return it->second;
+    const auto index = static_cast<std::uint32_t>(out_.strings.size());
+    out_.strings.emplace_back(s);
+    string_index_.emplace(out_.strings.back(), index);
+    return index;
+  }
+
+  std::uint32_t registered(std::uint64_t id) {
+    auto it = registered_index_.find(id);
+    if (it != registered_index_.end()) return it->second;
+    const std::uint32_t index = intern(state().strings.lookup(id));
+    registered_index_.emplace(id, index);
+    return index;
+  }
+
+  std::uint32_t copied(const std::uint64_t* bytes, std::uint64_t len) {
+    return intern(std::string_view(reinterpret_cast<const char*>(bytes), static_cast<std::size_t>(len)));
+  }
+
+  trace_event& push(trace_event::type t, const std::uint64_t* p, std::uint32_t tid) {
+    trace_event& e = out_.events.emplace_back();
+    e.what = t;
+    e.domain = static_cast<std::uint16_t>(tag_domain(p[1]));
+    e.tid = e.end_tid = tid;
+    e.ts = out_.clock.to_ns(p[0]);
+    if (tag_has_stream(p[1])) e.stream = p[fixed_words(tag_kind(p[1]))];
+    return e;
+  }
+
+  void decode_one(const std::uint64_t* p, std::uint32_t tid) {
+    const std::uint64_t tag = p[1];
+    const kind k = tag_kind(tag);
+    const std::uint64_t payload = tag_payload(tag);
+    const std::uint64_t* bytes = p + fixed_words(k) + (tag_has_stream(tag) ? 1 : 0);
+    switch (k) {
+      case kind::complete: {
+        trace_event& e = push(trace_event::type::slice, p, tid);
+        e.name = registered(payload);
+        e.dur = out_.clock.to_ns(p[2]) - e.ts;
+        if (e.dur < 0) e.dur = 0;
+        break;
+      }
+      case kind::begin_ref:
+      case kind::begin_copy: {
+        trace_event& e = push(trace_event::type::slice, p, tid);
+        e.name = k == kind::begin_ref ? registered(payload) : copied(bytes, payload);
+        e.id_matched = true;
+        open_[p[2]] = out_.events.size() - 1;
+        break;
+      }
+      case kind::end:
+        ends_.push_back({p[2], p[0], tid});
+        break;
+      case kind::mark_ref:
+      case kind::mark_copy: {
+        trace_event& e = push(trace_event::type::instant, p, tid);
+        e.name = k == kind::mark_ref ? registered(payload) : copied(bytes, payload);
+        break;
+      }
+      case kind::counter_ref:
+      case kind::counter_copy: {
+        trace_event& e = push(trace_event::type::counter, p, tid);
+        e.name = k == kind::counter_ref ? registered(payload) : copied(bytes, payload);
+        e.value_is_double = (p[3] & counter_is_double) != 0;
+        if (e.value_is_double) {
+          std::memcpy(&e.value.f64, &p[2], sizeof(double));
+        } else {
+          e.value.i64 = static_cast<std::int64_t>(p[2]);
+        }
+        break;
+      }
+    }
+  }
+
+  trace_data& out_;
+  std::uint64_t start_ticks_;
+  std::unordered_map<std::string, std::uint32_t> string_index_;
+  std::unordered_map<std::uint64_t, std::uint32_t> registered_index_;
+  std::unordered_map<std::uint64_t, std::size_t> open_;
+  std::vector<pending_end> ends_;
+};
+
+}  // namespace npuprof::detail

@@ -1,0 +1,153 @@
+// Process-wide table of domains and the run-time filter that decides which of
+// them record. The hot path never looks at this table: it reads the state word
+// of its own domain_handle, which this table keeps up to date.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "record.hpp"
+
+namespace npuprof::detail {
+
+/// What a marker reads to know whether to record: 0 when off, the domain
+/// index + 1 when on, `unregistered` before the first use in this module.
+struct domain_handle {
+  static constexpr std::uint16_t unregistered = 0xFFFF;
+
+  const char* name;
+  std::atomic<std::uint16_t> state{unregistered};
+
+  constexpr explicit domain_handle(const char* n) noexcept : name(n) {}
+};
+
+/// The run-time filter: the `mstx` switch plus domain include/exclude lists.
+/// When both lists are given, only the include list takes effect.
+struct domain_filter {
+  bool markers = true;
+  std::vector<std::string> include;
+  std::vector<std::string> exclude;
+
+  bool accepts(std::string_view name) const {
+    if (!markers) return false;
+    auto in = [&](const std::vector<std::string>& list) {
+      return std::find(list.begin(), list.end(), name) != list.end();
+    };
+    if (!include.empty()) return in(include);
+    return !in(exclude);
+  }
+};
+
+class domain_table {
+ public:
+  domain_table() { names_.emplace_back("default"); }
+
+  /// Gives `h` its index and its current state. Called once per handle and
+  /// module, from the first marker that uses it.
+  void register_handle(domain_handle& h) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (h.state.load(std::memory_order_relaxed) != domain_handle::unregistered) return;
+    const std::uint32_t index = index_of_locked(h.name ? h.name : "");
+    handles_.push_back({&h, index});
+    h.state.store(state_for(index), std::memory_order_relaxed);
+  }
+
+  /// A handle owned by the table, for domains known only by name at run time.
+  domain_handle& runtime_handle(std::string_view name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& rt : runtime_) {
+      if (name == rt.name) return rt.handle;
+    }
+    runtime_.emplace_back(std::string(name));
+    auto& rt = runtime_.back();
+    const std::uint32_t index = index_of_locked(rt.name);
+    handles_.push_back({&rt.handle, index});
+    rt.handle.state.store(state_for(index), std::memory_order_relaxed);
+    return rt.handle;
+  }
+
+  /// Turns recording on or off for every domain, as a session starts or stops.
+  void set_recording(bool on) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    recording_ = on;
+    refresh_locked();
+  }
+
+  /// Replaces the run-time filter; threads that record see the change at
+  /// their next marker.
+  void set_filter(domain_filter f) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    filter_ = std::move(f);
+    refresh_locked();
+  }
+
+  domain_filter filter() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return filter_;
+  }
+
+  /// Names of all domains, by index (for the exporters).
+  std::vector<std::string> names() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {names_.begin(), names_.end()};
+  }
+
+  /// Domains that could not get an index because the table was full.
+  std::uint64_t overflowed() const { return overflowed_.load(std::memory_order_relaxed); }
+
+ private:
+  struct registered {
+    domain_handle* handle;
+    std::uint32_t index;
+  };
+  struct runtime_domain_entry {
+    explicit runtime_domain_entry(std::string n) : name(std::move(n)), handle(nullptr) {
+      handle.name = name.c_str();
+    }
+    std::string name;
+    domain_handle handle;
+  };
+
+  static constexpr std::uint32_t no_index = UINT32_MAX;
+
+  std::uint32_t index_of_locked(std::string_view name) {
+    for (std::uint32_t i = 0; i < names_.size(); ++i) {
+      if (names_[i] == name) return i;
+    }
+    if (names_.size() >= max_domains) {
+      if (overflowed_.fetch_add(1, std::memory_order_relaxed) == 0) {
+        std::fprintf(stderr, "npuprof: warning: more than %u domains; domain '%.*s' and later ones "
+                             "are not recorded\n", max_domains, static_cast<int>(name.size()), name.data());
+      }
+      return no_index;
+    }
+    names_.emplace_back(name);
+    return static_cast<std::uint32_t>(names_.size() - 1);
+  }
+
+  std::uint16_t state_for(std::uint32_t index) const {
+    if (index == no_index || !recording_ || !filter_.accepts(names_[index])) return 0;
+    return static_cast<std::uint16_t>(index + 1);
+  }
+
+  void refresh_locked() {
+    for (auto& r : handles_) r.handle->state.store(state_for(r.index), std::memory_order_relaxed);
+  }
+
+  mutable std::mutex mutex_;
+  std::deque<std::string> names_;
+  std::vector<registered> handles_;
+  std::deque<runtime_domain_entry> runtime_;
+  domain_filter filter_;
+  bool recording_ = false;
+  std::atomic<std::uint64_t> overflowed_{0};
+};
+
+}  // namespace npuprof::detail

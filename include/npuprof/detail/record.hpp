@@ -1,0 +1,88 @@
+// The binary layout of events in thread buffers: a sequence of 64-bit words.
+//
+// Every record starts with a timestamp word and a tag word:
+//
+//   tag bits 63..60  kind
+//   tag bit  59      a stream word follows the fixed part
+//   tag bits 58..48  domain index
+//   tag bits 47..0   payload: a registered string id, or a copied length
+//
+// then kind-specific words, the optional stream word, and for copied strings
+// the bytes, padded to whole words. A scoped range with a registered string is
+// one 3-word record written at its end; everything else is written when it
+// happens.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace npuprof::detail {
+
+enum class kind : std::uint8_t {
+  complete = 1,      // ts(begin), tag(string id), ts(end)
+  begin_ref = 2,     // ts, tag(string id), range id
+  begin_copy = 3,    // ts, tag(length), range id, bytes
+  end = 4,           // ts, tag, range id
+  mark_ref = 5,      // ts, tag(string id)
+  mark_copy = 6,     // ts, tag(length), bytes
+  counter_ref = 7,   // ts, tag(string id), value, flags
+  counter_copy = 8,  // ts, tag(length), value, flags, bytes
+};
+
+/// Counter flags word: whether the value word holds a double or an int64.
+inline constexpr std::uint64_t counter_is_double = 1;
+
+inline constexpr int kind_shift = 60;
+inline constexpr std::uint64_t stream_bit = std::uint64_t{1} << 59;
+inline constexpr int domain_shift = 48;
+inline constexpr std::uint64_t domain_mask = 0x7FF;
+inline constexpr std::uint64_t payload_mask = (std::uint64_t{1} << 48) - 1;
+
+/// Largest domain index a tag can hold; index 0 is the default domain.
+inline constexpr std::uint32_t max_domains = static_cast<std::uint32_t>(domain_mask) + 1;
+
+/// Longest copied message, as mstx allows under MSPTI; longer ones are
+/// truncated and counted.
+inline constexpr std::size_t max_message = 255;
+
+/// Words of the fixed part of each kind, before the stream word and bytes.
+constexpr std::size_t fixed_words(kind k) noexcept {
+  switch (k) {
+    case kind::mark_ref:
+    case kind::mark_copy:
+      return 2;
+    case kind::complete:
+    case kind::begin_ref:
+    case kind::begin_copy:
+    case kind::end:
+      return 3;
+    case kind::counter_ref:
+    case kind::counter_copy:
+      return 4;
+  }
+  return 2;
+}
+
+constexpr bool has_copied_bytes(kind k) noexcept {
+  return k == kind::begin_copy || k == kind::mark_copy || k == kind::counter_copy;
+}
+
+constexpr std::uint64_t make_tag(kind k, std::uint32_t domain, std::uint64_t payload) noexcept {
+  return (static_cast<std::uint64_t>(k) << kind_shift) |
+         (static_cast<std::uint64_t>(domain & domain_mask) << domain_shift) |
+         (payload & payload_mask);
+}
+
+constexpr kind tag_kind(std::uint64_t tag) noexcept { return static_cast<kind>(tag >> kind_shift); }
+constexpr std::uint32_t tag_domain(std::uint64_t tag) noexcept {
+  return static_cast<std::uint32_t>((tag >> domain_shift) & domain_mask);
+}
+constexpr std::uint64_t tag_payload(std::uint64_t tag) noexcept { return tag & payload_mask; }
+constexpr bool tag_has_stream(std::uint64_t tag) noexcept { return (tag & stream_bit) != 0; }
+
+constexpr std::size_t words_for_bytes(std::size_t n) noexcept { return (n + 7) / 8; }
+
+/// Longest record: the biggest fixed part, a stream word and a full message.
+inline constexpr std::size_t max_record_words = 4 + 1 + words_for_bytes(max_message);
+
+}  // namespace npuprof::detail

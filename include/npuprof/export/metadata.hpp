@@ -1,0 +1,47 @@
+// profiler_metadata.json: what a reader needs to trust and align the trace:
+// configuration, clock calibration, and every count of lost or odd events.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../clock.hpp"
+#include "../trace_data.hpp"
+#include "../version.hpp"
+
+namespace npuprof::detail {
+
+inline nlohmann::json render_metadata(const trace_data& d, const std::string& trace_id) {
+  nlohmann::json by_thread = nlohmann::json::object();
+  for (auto& [tid, n] : d.counts.dropped_by_thread) by_thread[std::to_string(tid)] = n;
+  return {
+      {"npuprof_version", version_string},
+      {"trace_id", trace_id},
+      {"hostname", d.hostname},
+      {"pid", d.pid},
+      {"process_name", d.process_name},
+      {"backend", "host"},
+      {"config", d.config},
+      {"clock",
+       {{"source", raw_clock_name},
+        {"timestamps", "steady_clock (CLOCK_MONOTONIC) microseconds"},
+        {"ns_per_tick", d.clock.ns_per_tick()},
+        {"calibration",
+         {{{"ticks", d.clock.first().ticks}, {"steady_ns", d.clock.first().steady}},
+          {{"ticks", d.clock.last().ticks}, {"steady_ns", d.clock.last().steady}}}},
+        {"steady_start_ns", d.start_ns},
+        {"wall_start_ns", d.wall_start_ns}}},
+      {"session", {{"start_ns", d.start_ns}, {"end_ns", d.end_ns}, {"events", d.events.size()}}},
+      {"counts",
+       {{"dropped_events", d.counts.dropped},
+        {"dropped_by_thread", by_thread},
+        {"truncated_messages", d.counts.truncated_messages},
+        {"null_messages", d.counts.null_messages},
+        {"unmatched_range_ends", d.counts.unmatched_range_ends},
+        {"open_ranges", d.counts.open_ranges},
+        {"corrupt_records", d.counts.corrupt_records}}},
+  };
+}
+
+}  // namespace npuprof::detail

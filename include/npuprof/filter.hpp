@@ -1,0 +1,113 @@
+// Which domains record: compile-time filters (-D switches) that remove code,
+// and the run-time filter that can change while threads record.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "detail/domain_table.hpp"
+#include "detail/platform.hpp"
+#include "detail/state.hpp"
+#include "domain.hpp"
+
+namespace npuprof {
+namespace detail {
+
+constexpr bool is_list_space(char c) noexcept { return c == ' ' || c == '\t' || c == '"' || c == '\''; }
+
+constexpr std::string_view trim_item(std::string_view s) noexcept {
+  while (!s.empty() && is_list_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_list_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+/// Whether the comma-separated `list` names `name` (spaces and quotes around
+/// items are ignored, so both -DX=a,b and -DX='"a,b"' work).
+constexpr bool list_contains(std::string_view list, std::string_view name) noexcept {
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view item = trim_item(list.substr(0, comma));
+    if (!item.empty() && item == name) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+constexpr bool list_is_empty(std::string_view list) noexcept {
+  for (char c : list) {
+    if (!is_list_space(c) && c != ',') return false;
+  }
+  return true;
+}
+
+#if defined(NPUPROF_COMPILE_INCLUDE)
+inline constexpr std::string_view compile_include = NPUPROF_DETAIL_STR(NPUPROF_COMPILE_INCLUDE);
+#else
+inline constexpr std::string_view compile_include = "";
+#endif
+#if defined(NPUPROF_COMPILE_EXCLUDE)
+inline constexpr std::string_view compile_exclude = NPUPROF_DETAIL_STR(NPUPROF_COMPILE_EXCLUDE);
+#else
+inline constexpr std::string_view compile_exclude = "";
+#endif
+
+constexpr bool compile_filter_accepts(std::string_view name) noexcept {
+#if defined(NPUPROF_DISABLE)
+  (void)name;
+  return false;
+#else
+  if (!list_is_empty(compile_include)) return list_contains(compile_include, name);
+  return !list_contains(compile_exclude, name);
+#endif
+}
+
+}  // namespace detail
+
+/// True when markers of domain D are compiled in. When false they generate no
+/// code at all. Set by -DNPUPROF_DISABLE, -DNPUPROF_COMPILE_INCLUDE=a,b and
+/// -DNPUPROF_COMPILE_EXCLUDE=c (include wins when both are given).
+template <class D>
+inline constexpr bool compiled_in = detail::compile_filter_accepts(std::string_view{D::name});
+
+/// The run-time filter: the `mstx` switch and the domain include/exclude lists.
+using domain_filter = detail::domain_filter;
+
+/// Replaces the run-time filter. Takes effect at each thread's next marker;
+/// ranges already begun still record their end. When both lists are set, only
+/// the include list is used and a warning says so.
+inline void set_domain_filter(domain_filter f) {
+  if (!f.include.empty() && !f.exclude.empty()) {
+    std::fprintf(stderr, "npuprof: warning: both a domain include and a domain exclude list are "
+                         "set; only the include list takes effect\n");
+  }
+  detail::state().domains.set_filter(std::move(f));
+}
+
+/// The run-time filter in force.
+inline domain_filter current_domain_filter() { return detail::state().domains.filter(); }
+
+/// The `mstx` switch: turns all markers on or off, keeping the domain lists.
+inline void set_markers_enabled(bool on) {
+  domain_filter f = current_domain_filter();
+  f.markers = on;
+  detail::state().domains.set_filter(std::move(f));
+}
+
+/// Records only the domains named (an empty list removes the include filter).
+inline void set_domain_include(std::vector<std::string> names) {
+  domain_filter f = current_domain_filter();
+  f.include = std::move(names);
+  set_domain_filter(std::move(f));
+}
+
+/// Records every domain except those named.
+inline void set_domain_exclude(std::vector<std::string> names) {
+  domain_filter f = current_domain_filter();
+  f.exclude = std::move(names);
+  set_domain_filter(std::move(f));
+}
+
+}  // namespace npuprof

@@ -1,0 +1,32 @@
+// Marks: instant events.
+#pragma once
+
+#include "detail/message.hpp"
+#include "detail/writer.hpp"
+#include "domain.hpp"
+#include "filter.hpp"
+#include "stream.hpp"
+
+namespace npuprof {
+
+/// Records an instant event named `msg` in domain D. With a stream, the mark
+/// is also tied to that device stream.
+///
+///     npuprof::mark("checkpoint");
+///     npuprof::mark<kernels>(kLaunch, stream);
+template <class D = default_domain>
+NPUPROF_ALWAYS_INLINE void mark(detail::message msg, stream_t stream = nullptr) noexcept {
+  NPUPROF_DETAIL_CHECK_DOMAIN(D);
+  if constexpr (compiled_in<D>) {
+    if (const std::uint16_t s = detail::recording_state(detail::handle_of<D>)) {
+      detail::write_mark(s - 1u, msg, stream);
+    }
+  }
+}
+
+/// Records a mark in a domain known at run time.
+inline void mark(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
+  if (const std::uint16_t s = detail::recording_state(d.handle())) detail::write_mark(s - 1u, msg, stream);
+}
+
+}  // namespace npuprof

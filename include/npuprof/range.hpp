@@ -1,0 +1,198 @@
+// Ranges: scoped_range (RAII, same thread), unique_range (RAII, movable) and
+// range_start/range_end (explicit, the end may come from another thread).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "clock.hpp"
+#include "detail/message.hpp"
+#include "detail/writer.hpp"
+#include "domain.hpp"
+#include "filter.hpp"
+#include "stream.hpp"
+
+namespace npuprof {
+
+/// Identifies a range begun with range_start; 0 means "not recorded", and
+/// ending it does nothing.
+using range_id = std::uint64_t;
+
+namespace detail {
+
+/// What a scoped range remembers between its begin and its end. With a
+/// registered message nothing is written until the end, which writes one
+/// complete record; a copied message is written at once (its text may not
+/// outlive the constructor) and matched with the end by id.
+class scoped_core {
+ public:
+  void begin(domain_handle& h, const message& m, stream_t stream) noexcept {
+    const std::uint16_t s = recording_state(h);
+    if (s == 0) return;
+    stream_ = stream;
+    if (m.is_registered()) {
+      tag_ = make_tag(kind::complete, s - 1u, m.id());
+      first_ = raw_ticks();
+      return;
+    }
+    const std::uint64_t id = next_range_id();
+    if (id != 0 && write_begin(s - 1u, m, id, stream)) {
+      tag_ = make_tag(kind::end, 0, 0);
+      second_ = id;
+    }
+  }
+
+  void end() noexcept {
+    if (tag_ == 0) return;
+    const std::uint64_t now = raw_ticks();
+    if (tag_kind(tag_) == kind::complete) {
+      write3(first_, tag_, now, stream_);
+    } else {
+      write3(now, tag_, second_, stream_);
+    }
+  }
+
+ private:
+  std::uint64_t tag_ = 0;     // the record the end writes; 0: not recording
+  std::uint64_t first_ = 0;   // begin ticks (complete records)
+  std::uint64_t second_ = 0;  // range id (copied messages)
+  stream_t stream_ = nullptr;
+};
+
+struct no_core {
+  void begin(domain_handle&, const message&, stream_t) noexcept {}
+  void end() noexcept {}
+};
+
+template <class D>
+using scoped_core_for = std::conditional_t<compiled_in<D>, scoped_core, no_core>;
+
+inline range_id start_range(domain_handle& h, const message& m, stream_t stream) noexcept {
+  const std::uint16_t s = recording_state(h);
+  if (s == 0) return 0;
+  const range_id id = next_range_id();
+  return id != 0 && write_begin(s - 1u, m, id, stream) ? id : 0;
+}
+
+}  // namespace detail
+
+/// Begins a range that may end on any thread. Returns 0 when it is not
+/// recorded (filtered, no session, or dropped); range_end(0) does nothing.
+template <class D = default_domain>
+NPUPROF_ALWAYS_INLINE range_id range_start(detail::message msg, stream_t stream = nullptr) noexcept {
+  NPUPROF_DETAIL_CHECK_DOMAIN(D);
+  if constexpr (compiled_in<D>) {
+    return detail::start_range(detail::handle_of<D>, msg, stream);
+  } else {
+    (void)msg, (void)stream;
+    return 0;
+  }
+}
+
+inline range_id range_start(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
+  return detail::start_range(d.handle(), msg, stream);
+}
+
+/// Ends a range begun with range_start, on this or any other thread. The end
+/// is recorded even if the filter changed since the begin. An unknown or
+/// repeated id is ignored when the trace is written, and counted.
+template <class D = default_domain>
+NPUPROF_ALWAYS_INLINE void range_end(range_id id, stream_t stream = nullptr) noexcept {
+  NPUPROF_DETAIL_CHECK_DOMAIN(D);
+  if constexpr (compiled_in<D>) {
+    if (id != 0) detail::write_end(id, stream);
+  } else {
+    (void)id, (void)stream;
+  }
+}
+
+inline void range_end(runtime_domain, range_id id, stream_t stream = nullptr) noexcept {
+  if (id != 0) detail::write_end(id, stream);
+}
+
+/// A range that lasts as long as this object, on one thread. Neither copyable
+/// nor movable, so it always nests. Use it with a registered string or a
+/// macro for the cheapest range there is:
+///
+///     npuprof::scoped_range<kernels> r{kGemm, stream};
+///     npuprof::scoped_range r2{npuprof::domain_by_name("comm"), "allreduce"};
+template <class D = default_domain>
+class scoped_range {
+  NPUPROF_DETAIL_CHECK_DOMAIN(D);
+
+ public:
+  explicit scoped_range(detail::message msg, stream_t stream = nullptr) noexcept {
+    core_.begin(detail::handle_of<D>, msg, stream);
+  }
+  ~scoped_range() { core_.end(); }
+
+  scoped_range(const scoped_range&) = delete;
+  scoped_range& operator=(const scoped_range&) = delete;
+  scoped_range(scoped_range&&) = delete;
+  scoped_range& operator=(scoped_range&&) = delete;
+
+ private:
+  detail::scoped_core_for<D> core_;
+};
+
+/// A scoped range in a domain known at run time.
+template <>
+class scoped_range<runtime_domain> {
+ public:
+  scoped_range(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
+    core_.begin(d.handle(), msg, stream);
+  }
+  ~scoped_range() { core_.end(); }
+
+  scoped_range(const scoped_range&) = delete;
+  scoped_range& operator=(const scoped_range&) = delete;
+  scoped_range(scoped_range&&) = delete;
+  scoped_range& operator=(scoped_range&&) = delete;
+
+ private:
+  detail::scoped_core core_;
+};
+
+scoped_range(runtime_domain, detail::message)->scoped_range<runtime_domain>;
+scoped_range(runtime_domain, detail::message, stream_t)->scoped_range<runtime_domain>;
+
+/// A range owned by this object, which may be moved (to another scope or
+/// thread); the range ends when the last owner is destroyed or reset() is
+/// called.
+template <class D = default_domain>
+class unique_range {
+ public:
+  explicit unique_range(detail::message msg, stream_t stream = nullptr) noexcept
+      : id_(range_start<D>(msg, stream)), stream_(stream) {}
+  unique_range(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept
+      : id_(range_start(d, msg, stream)), stream_(stream) {}
+  ~unique_range() { reset(); }
+
+  unique_range(unique_range&& other) noexcept
+      : id_(std::exchange(other.id_, 0)), stream_(other.stream_) {}
+  unique_range& operator=(unique_range&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, 0);
+      stream_ = other.stream_;
+    }
+    return *this;
+  }
+  unique_range(const unique_range&) = delete;
+  unique_range& operator=(const unique_range&) = delete;
+
+  /// Ends the range now (once).
+  void reset() noexcept {
+    if (id_ != 0) detail::write_end(std::exchange(id_, 0), stream_);
+  }
+
+  /// The id of the range, 0 when not recorded or already ended.
+  range_id id() const noexcept { return id_; }
+
+ private:
+  range_id id_;
+  stream_t stream_;
+};
+
+}  // namespace npuprof

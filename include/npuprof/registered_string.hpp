@@ -1,0 +1,48 @@
+// Strings interned once and then recorded by id: the zero-copy way to name
+// ranges and marks on hot paths.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "detail/state.hpp"
+#include "domain.hpp"
+#include "filter.hpp"
+
+namespace npuprof {
+
+/// A message registered once (a lock and an allocation, at construction) and
+/// then recorded without copying. Keep it alive as long as it is used; a
+/// function-local `static const` is the usual way:
+///
+///     static const npuprof::registered_string<kernels> kGemm{"gemm"};
+///     npuprof::scoped_range<kernels> r{kGemm, stream};
+template <class D = default_domain>
+class registered_string {
+  NPUPROF_DETAIL_CHECK_DOMAIN(D);
+
+ public:
+  constexpr explicit registered_string(std::string_view s) : id_(intern(s)) {}
+  constexpr explicit registered_string(const char* s)
+      : registered_string(std::string_view(s != nullptr ? s : "")) {}
+
+  /// The id records carry; 0 is the empty string.
+  constexpr std::uint64_t id() const noexcept { return id_; }
+
+  /// The registered text.
+  std::string_view str() const { return detail::state().strings.lookup(id_); }
+
+ private:
+  static constexpr std::uint64_t intern(std::string_view s) {
+    if constexpr (compiled_in<D>) {
+      return detail::state().strings.intern(s);
+    } else {
+      (void)s;
+      return 0;
+    }
+  }
+
+  std::uint64_t id_;
+};
+
+}  // namespace npuprof

@@ -1,0 +1,72 @@
+// A session's recorded events, decoded: what every exporter reads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "clock.hpp"
+
+namespace npuprof {
+
+/// One decoded event. Times are steady_clock nanoseconds.
+struct trace_event {
+  enum class type : std::uint8_t { slice, instant, counter };
+
+  type what = type::slice;
+  bool incomplete = false;     // a range still open when the trace was written
+  bool value_is_double = false;
+  bool id_matched = false;     // begun with an id (range_start, unique_range, copied scoped range)
+  std::uint16_t domain = 0;    // index into trace_data::domains
+  std::uint32_t name = 0;      // index into trace_data::strings
+  std::uint32_t tid = 0;       // thread that began it
+  std::uint32_t end_tid = 0;   // thread that ended it (slices)
+  std::int64_t ts = 0;
+  std::int64_t dur = 0;
+  std::uint64_t stream = 0;    // device stream it is tied to, 0 if none
+  union {
+    std::int64_t i64;
+    double f64;
+  } value{0};
+};
+
+/// Problems met while recording and decoding. Nothing is lost silently:
+/// every event that is not in the trace is counted here.
+struct trace_counts {
+  std::uint64_t dropped = 0;                          // buffer full
+  std::unordered_map<std::uint32_t, std::uint64_t> dropped_by_thread;
+  std::uint64_t truncated_messages = 0;
+  std::uint64_t null_messages = 0;
+  std::uint64_t unmatched_range_ends = 0;             // unknown or repeated range id
+  std::uint64_t open_ranges = 0;                      // still open at the end (exported as incomplete)
+  std::uint64_t corrupt_records = 0;
+};
+
+struct trace_data {
+  std::vector<trace_event> events;
+  std::vector<std::string> strings;   // event names, deduplicated
+  std::vector<std::string> domains;   // by index
+  std::unordered_map<std::uint32_t, std::string> thread_names;
+  std::unordered_map<std::uint64_t, std::string> stream_names;
+  trace_counts counts;
+
+  clock_calibration clock;
+  std::int64_t start_ns = 0;          // steady_clock, session start
+  std::int64_t end_ns = 0;            // steady_clock, when the data was taken
+  std::int64_t wall_start_ns = 0;     // system_clock at start_ns
+  std::uint32_t pid = 0;
+  std::string process_name;
+  std::string hostname;
+  nlohmann::json config;
+
+  std::string_view name_of(const trace_event& e) const { return strings[e.name]; }
+  std::string_view domain_of(const trace_event& e) const {
+    return e.domain < domains.size() ? std::string_view(domains[e.domain]) : std::string_view("?");
+  }
+};
+
+}  // namespace npuprof

@@ -1,0 +1,155 @@
+// Helpers shared by the test suites: temporary output directories, running a
+// session around a function, and reading the written trace back.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <npuprof/npuprof.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace test {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+/// A fresh directory, removed with its contents at the end of the test.
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    std::string tmpl = (fs::temp_directory_path() / "npuprof-test-XXXXXX").string();
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+};
+
+inline npuprof::config config_in(const temp_dir& dir) {
+  npuprof::config cfg;
+  cfg.output_dir = dir.path.string();
+  cfg.flush_interval_ms = 2;
+  return cfg;
+}
+
+inline json read_json(const fs::path& file) {
+  std::ifstream in(file);
+  REQUIRE_MESSAGE(in.good(), "cannot open " << file);
+  return json::parse(in);  // throws (and fails the test) on invalid JSON
+}
+
+inline std::int64_t to_ns(const json& us) { return std::llround(us.get<double>() * 1000.0); }
+
+/// A written trace, read back.
+struct trace {
+  fs::path dir;
+  json events;  // the trace_view.json array
+  json meta;    // profiler_metadata.json
+
+  std::vector<json> where(const std::function<bool(const json&)>& pred) const {
+    std::vector<json> out;
+    for (const json& e : events) {
+      if (pred(e)) out.push_back(e);
+    }
+    return out;
+  }
+  std::vector<json> phase(const std::string& ph) const {
+    return where([&](const json& e) { return e["ph"] == ph; });
+  }
+  std::vector<json> named(const std::string& name, const std::string& ph = "") const {
+    return where([&](const json& e) { return e["name"] == name && (ph.empty() || e["ph"] == ph); });
+  }
+  std::size_t count(const std::string& name, const std::string& ph = "") const { return named(name, ph).size(); }
+  /// The thread name given to `tid` by a thread_name metadata event.
+  std::string thread_name(std::uint64_t tid) const {
+    for (const json& e : events) {
+      if (e["ph"] == "M" && e["name"] == "thread_name" && e["tid"] == tid) return e["args"]["name"];
+    }
+    return "";
+  }
+  std::uint64_t count_of(const char* key) const { return meta["counts"][key].get<std::uint64_t>(); }
+};
+
+inline trace load(const fs::path& dir) {
+  trace t;
+  t.dir = dir;
+  t.events = read_json(dir / "trace_view.json");
+  t.meta = read_json(dir / "profiler_metadata.json");
+  REQUIRE(t.events.is_array());
+  return t;
+}
+
+/// Runs `body` inside a session configured by `cfg` and reads the trace.
+inline trace record(npuprof::config cfg, const std::function<void()>& body) {
+  npuprof::session s{cfg};
+  s.start();
+  body();
+  return load(s.stop());
+}
+
+/// Checks that the X slices of every track nest strictly, in file order
+/// sorted by start (longer first on ties). Returns the number of slices seen.
+inline std::size_t check_nesting(const trace& t) {
+  std::map<std::uint64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> open;  // tid -> stack
+  std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> last;
+  std::size_t n = 0;
+  for (const json& e : t.events) {
+    if (e["ph"] != "X") continue;
+    ++n;
+    const std::uint64_t tid = e["tid"];
+    const std::int64_t b = to_ns(e["ts"]);
+    const std::int64_t end = b + to_ns(e["dur"]);
+    auto it = last.find(tid);
+    if (it != last.end()) {
+      CHECK_MESSAGE((it->second.first < b || (it->second.first == b && it->second.second >= end)),
+                    "slices of tid " << tid << " are not sorted by start, longer first");
+    }
+    last[tid] = {b, end};
+    auto& stack = open[tid];
+    while (!stack.empty() && stack.back().second <= b) stack.pop_back();
+    CHECK_MESSAGE((stack.empty() || stack.back().second >= end),
+                  "slice '" << e["name"] << "' on tid " << tid << " overlaps its parent without nesting");
+    stack.push_back({b, end});
+  }
+  return n;
+}
+
+/// Sets an environment variable for the life of this object.
+struct scoped_env {
+  std::string name;
+  std::string old;
+  bool had;
+  scoped_env(const char* n, const char* value) : name(n) {
+    const char* v = std::getenv(n);
+    had = v != nullptr;
+    if (had) old = v;
+    if (value) {
+      ::setenv(n, value, 1);
+    } else {
+      ::unsetenv(n);
+    }
+  }
+  ~scoped_env() {
+    if (had) {
+      ::setenv(name.c_str(), old.c_str(), 1);
+    } else {
+      ::unsetenv(name.c_str());
+    }
+  }
+};
+
+}  // namespace test

@@ -1,0 +1,81 @@
+// trace_view.json and its strings: hostile messages always give valid JSON
+// that reads back as the same text (invalid UTF-8 replaced by U+FFFD).
+#include "support.hpp"
+
+#include <npuprof/export/json_escape.hpp>
+
+namespace {
+
+std::string escaped(std::string_view s) {
+  fmt::memory_buffer out;
+  npuprof::detail::append_json_string(out, s);
+  return fmt::to_string(out);
+}
+
+std::string round_trip(std::string_view s) { return nlohmann::json::parse(escaped(s)).get<std::string>(); }
+
+}  // namespace
+
+TEST_CASE("quotes, backslashes and control characters are escaped") {
+  CHECK(escaped("plain") == "\"plain\"");
+  CHECK(escaped("a\"b\\c") == R"("a\"b\\c")");
+  CHECK(escaped("line\nnext\ttab\r\b\f") == R"("line\nnext\ttab\r\b\f")");
+  CHECK(escaped(std::string_view("\x01\x1f\0", 3)) == R"("\u0001\u001f\u0000")");
+  for (int c = 0; c < 0x80; ++c) {
+    const std::string s(1, static_cast<char>(c));
+    CHECK(round_trip(s) == s);
+  }
+}
+
+TEST_CASE("valid UTF-8 passes through and invalid bytes become U+FFFD") {
+  CHECK(round_trip("héllo → 世界 🚀") == "héllo → 世界 🚀");
+  const std::string fffd = "\xEF\xBF\xBD";
+  CHECK(round_trip("a\xFF" "b") == "a" + fffd + "b");
+  CHECK(round_trip("\xC3") == fffd);                       // truncated sequence
+  CHECK(round_trip("\xC0\xAF") == fffd + fffd);            // overlong
+  CHECK(round_trip("\xED\xA0\x80") == fffd + fffd + fffd); // surrogate
+  CHECK(round_trip("\xF4\x90\x80\x80") == fffd + fffd + fffd + fffd);  // above U+10FFFF
+}
+
+TEST_CASE("hostile messages, thread names and domain names give a trace that parses back") {
+  test::temp_dir dir;
+  const std::vector<std::string> hostile = {
+      "quote \" and backslash \\", "newline\nand\ttab", std::string("nul\0inside", 10), "\x7f\x01\x02",
+      "=cmd|' /C calc'!A0", "</script>", "emoji 🚀 and 世界", "{\"not\": \"json\"}"};
+  std::uint64_t tid = 0;
+  auto t = test::record(test::config_in(dir), [&] {
+    tid = npuprof::detail::os_thread_id();
+    npuprof::name_thread("thread \"quoted\"\n");
+    for (const auto& s : hostile) {
+      npuprof::mark(s);
+      npuprof::scoped_range r{npuprof::domain_by_name("dom\"ain"), s};
+    }
+    npuprof::mark("bad \xFF\xFE utf8");
+  });
+  for (const auto& s : hostile) {
+    CHECK_MESSAGE(t.count(s, "i") == 1, s);
+    CHECK_MESSAGE(t.count(s, "X") == 1, s);
+    CHECK(t.named(s, "X")[0]["args"]["domain"] == "dom\"ain");
+  }
+  CHECK(t.count("bad \xEF\xBF\xBD\xEF\xBF\xBD utf8") == 1);
+  CHECK(t.thread_name(tid) == "thread \"quoted\"\n");
+}
+
+TEST_CASE("the trace has process and thread metadata, sorted slices, and only Perfetto's metadata names") {
+  test::temp_dir dir;
+  auto t = test::record(test::config_in(dir), [] {
+    npuprof::name_thread("main thread");
+    for (int i = 0; i < 10; ++i) {
+      npuprof::scoped_range<> outer{"outer"};
+      npuprof::scoped_range<> inner{"inner"};
+    }
+  });
+  for (const auto& m : t.phase("M")) {
+    const std::string name = m["name"];
+    CHECK_MESSAGE((name == "process_name" || name == "thread_name" || name == "process_sort_index" ||
+                   name == "thread_sort_index"),
+                  name);
+  }
+  CHECK(t.named("process_name", "M").size() == 1);
+  CHECK(test::check_nesting(t) == 20);
+}

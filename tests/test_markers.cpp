@@ -1,0 +1,242 @@
+// Marks, ranges and counters: every marker is in the trace with the right
+// name, domain, thread, nesting and duration.
+#include "support.hpp"
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace {
+
+struct kernels {
+  static constexpr const char* name = "kernels";
+};
+struct comm {
+  static constexpr const char* name = "comm";
+};
+
+void spin(std::chrono::microseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+void named_function() { NPUPROF_FUNC_RANGE(kernels); }
+
+std::uint64_t my_tid() { return static_cast<std::uint64_t>(npuprof::detail::os_thread_id()); }
+
+}  // namespace
+
+TEST_CASE("marks, ranges and counters appear with name, domain, thread and kind") {
+  test::temp_dir dir;
+  std::uint64_t tid = 0;
+  auto t = test::record(test::config_in(dir), [&] {
+    tid = my_tid();
+    npuprof::name_thread("test main");
+    npuprof::mark("plain mark");
+    npuprof::mark<kernels>("kernel mark");
+    static const npuprof::registered_string<kernels> kGemm{"gemm"};
+    npuprof::mark<kernels>(kGemm);
+    { npuprof::scoped_range<comm> r{"allreduce"}; }
+    { npuprof::scoped_range<kernels> r{kGemm}; }
+    npuprof::counter<kernels>("queue_depth", 17);
+    npuprof::counter<kernels>("load", 0.25);
+    NPUPROF_MARK(comm, "macro mark");
+    named_function();
+  });
+
+  REQUIRE(t.count("plain mark", "i") == 1);
+  const auto plain = t.named("plain mark")[0];
+  CHECK(plain["args"]["domain"] == "default");
+  CHECK(plain["args"]["event_type"] == "marker");
+  CHECK(plain["tid"] == tid);
+  CHECK(plain["pid"] == t.meta["pid"]);
+
+  CHECK(t.named("kernel mark", "i").at(0)["args"]["domain"] == "kernels");
+  CHECK(t.count("gemm", "i") == 1);
+  CHECK(t.count("gemm", "X") == 1);
+  CHECK(t.named("gemm", "X")[0]["args"]["event_type"] == "start/end");
+  CHECK(t.named("allreduce", "X").at(0)["args"]["domain"] == "comm");
+  CHECK(t.named("macro mark", "i").at(0)["cat"] == "comm");
+  CHECK(t.named("named_function", "X").at(0)["args"]["domain"] == "kernels");
+
+  const auto depth = t.named("queue_depth", "C");
+  REQUIRE(depth.size() == 1);
+  CHECK(depth[0]["args"]["queue_depth"] == 17);
+  CHECK(t.named("load", "C").at(0)["args"]["load"].get<double>() == doctest::Approx(0.25));
+
+  CHECK(t.thread_name(tid) == "test main");
+  CHECK(t.meta["counts"]["dropped_events"] == 0);
+}
+
+TEST_CASE("nested scoped ranges nest in the trace and their durations are right") {
+  test::temp_dir dir;
+  auto t = test::record(test::config_in(dir), [] {
+    NPUPROF_RANGE(kernels, "outer");
+    spin(std::chrono::microseconds(200));
+    for (int i = 0; i < 3; ++i) {
+      npuprof::scoped_range<kernels> mid{"middle " + std::to_string(i)};
+      {
+        NPUPROF_RANGE(kernels, "inner");
+        spin(std::chrono::microseconds(1000));
+      }
+    }
+  });
+  CHECK(test::check_nesting(t) == 7);
+  const auto outer = t.named("outer", "X").at(0);
+  const auto inner = t.named("inner", "X");
+  REQUIRE(inner.size() == 3);
+  for (int i = 0; i < 3; ++i) {
+    const auto mid = t.named("middle " + std::to_string(i), "X").at(0);
+    const auto& in = inner[static_cast<std::size_t>(i)];
+    // Each inner range lies inside its middle range, which lies inside outer.
+    CHECK(test::to_ns(mid["ts"]) >= test::to_ns(outer["ts"]));
+    CHECK(test::to_ns(in["ts"]) >= test::to_ns(mid["ts"]));
+    CHECK(test::to_ns(in["ts"]) + test::to_ns(in["dur"]) <= test::to_ns(mid["ts"]) + test::to_ns(mid["dur"]));
+    CHECK(test::to_ns(in["dur"]) >= 1'000'000);
+    CHECK(test::to_ns(in["dur"]) < 50'000'000);
+  }
+  CHECK(test::to_ns(outer["dur"]) >= 3'200'000);
+}
+
+TEST_CASE("range_start and range_end match by id, also across threads") {
+  test::temp_dir dir;
+  std::uint64_t main_tid = my_tid(), other_tid = 0;
+  npuprof::range_id a = 0, b = 0;
+  auto t = test::record(test::config_in(dir), [&] {
+    a = npuprof::range_start<kernels>("same thread");
+    spin(std::chrono::microseconds(100));
+    npuprof::range_end<kernels>(a);
+    b = npuprof::range_start<kernels>("handed over");
+    std::thread([&] {
+      other_tid = my_tid();
+      spin(std::chrono::microseconds(300));
+      npuprof::range_end<kernels>(b);
+    }).join();
+  });
+  CHECK(a != 0);
+  CHECK(b != 0);
+  CHECK(a != b);
+  const auto same = t.named("same thread", "X").at(0);
+  CHECK(same["tid"] == main_tid);
+  CHECK(test::to_ns(same["dur"]) >= 100'000);
+  const auto handed = t.named("handed over", "X").at(0);
+  CHECK(handed["args"]["end_tid"] == other_tid);
+  CHECK(test::to_ns(handed["dur"]) >= 300'000);
+  // It overlaps nothing on its own track, wherever that is.
+  test::check_nesting(t);
+  CHECK(t.count_of("unmatched_range_ends") == 0);
+  CHECK(t.count_of("open_ranges") == 0);
+}
+
+TEST_CASE("unique_range can be moved to another thread and ends once") {
+  test::temp_dir dir;
+  auto t = test::record(test::config_in(dir), [&] {
+    npuprof::unique_range<kernels> r{"moved request"};
+    CHECK(r.id() != 0);
+    std::thread([owned = std::move(r)]() mutable {
+      spin(std::chrono::microseconds(200));
+      owned.reset();
+      owned.reset();  // second reset does nothing
+    }).join();
+    CHECK(r.id() == 0);
+  });
+  CHECK(t.count("moved request", "X") == 1);
+  CHECK(t.count_of("unmatched_range_ends") == 0);
+}
+
+TEST_CASE("unknown and repeated range ids are ignored and counted") {
+  test::temp_dir dir;
+  auto t = test::record(test::config_in(dir), [&] {
+    npuprof::range_end<kernels>(0);            // "not recorded": nothing at all
+    npuprof::range_end<kernels>(0xdeadbeef);   // never started
+    auto id = npuprof::range_start<kernels>("twice");
+    npuprof::range_end<kernels>(id);
+    npuprof::range_end<kernels>(id);           // repeated
+    npuprof::range_start<kernels>("never ended");
+  });
+  CHECK(t.count("twice", "X") == 1);
+  CHECK(t.count_of("unmatched_range_ends") == 2);
+  CHECK(t.count_of("open_ranges") == 1);
+  const auto open = t.named("never ended", "X").at(0);
+  CHECK(open["args"]["incomplete"] == true);
+}
+
+TEST_CASE("runtime domains record like domain types with the same name") {
+  test::temp_dir dir;
+  auto t = test::record(test::config_in(dir), [&] {
+    const npuprof::runtime_domain d = npuprof::domain_by_name("kernels");
+    CHECK(std::string(d.name()) == "kernels");
+    npuprof::mark(d, "runtime mark");
+    { npuprof::scoped_range r{d, "runtime range"}; }
+    auto id = npuprof::range_start(d, "runtime id range");
+    npuprof::range_end(d, id);
+    npuprof::counter(d, "runtime counter", 3);
+    npuprof::unique_range<> u{npuprof::domain_by_name("late"), "late domain"};
+  });
+  for (const char* name : {"runtime mark", "runtime range", "runtime id range", "late domain"}) {
+    const auto ev = t.named(name);
+    REQUIRE_MESSAGE(ev.size() == 1, name);
+    CHECK(ev[0]["args"]["domain"] == (std::string(name) == "late domain" ? "late" : "kernels"));
+  }
+  CHECK(t.named("runtime counter", "C").at(0)["cat"] == "kernels");
+}
+
+TEST_CASE("streams given to markers are recorded with the event") {
+  test::temp_dir dir;
+  int fake_stream_object = 0;
+  npuprof::stream_t stream = &fake_stream_object;
+  auto t = test::record(test::config_in(dir), [&] {
+    npuprof::mark<kernels>("launch", stream);
+    { npuprof::scoped_range<kernels> r{"on stream", stream}; }
+    NPUPROF_RANGE(kernels, "macro on stream", stream);
+  });
+  char expected[32];
+  std::snprintf(expected, sizeof expected, "%#llx", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(stream)));
+  CHECK(t.named("launch").at(0)["args"]["stream"] == expected);
+  CHECK(t.named("on stream").at(0)["args"]["stream"] == expected);
+  CHECK(t.named("macro on stream").at(0)["args"]["stream"] == expected);
+}
+
+TEST_CASE("null messages are recorded with an empty name and counted; long ones are truncated") {
+  test::temp_dir dir;
+  const std::string long_text(1000, 'x');
+  auto t = test::record(test::config_in(dir), [&] {
+    npuprof::mark(static_cast<const char*>(nullptr));
+    { npuprof::scoped_range<> r{static_cast<const char*>(nullptr)}; }
+    npuprof::mark(long_text);
+    npuprof::mark(long_text.c_str());
+  });
+  CHECK(t.count_of("null_messages") == 2);
+  CHECK(t.count("", "i") == 1);
+  CHECK(t.count("", "X") == 1);
+  CHECK(t.count_of("truncated_messages") == 2);
+  CHECK(t.count(std::string(255, 'x'), "i") == 2);
+}
+
+TEST_CASE("markers outside a session record nothing") {
+  npuprof::mark("before");
+  { npuprof::scoped_range<> r{"before range"}; }
+  test::temp_dir dir;
+  auto t = test::record(test::config_in(dir), [] { npuprof::mark("during"); });
+  npuprof::mark("after");
+  CHECK(t.count("before") == 0);
+  CHECK(t.count("before range") == 0);
+  CHECK(t.count("during") == 1);
+}
+
+TEST_CASE("a range that began before stop still ends; one begun before start is not in the next trace") {
+  test::temp_dir dir;
+  npuprof::session s1{test::config_in(dir)};
+  s1.start();
+  auto id = npuprof::range_start("spans two sessions");
+  s1.stop();
+  npuprof::session s2{test::config_in(dir)};
+  s2.start();
+  npuprof::range_end(id);  // begun in the previous session
+  auto t2 = test::load(s2.stop());
+  auto t1 = test::load(s1.output_path());
+  CHECK(t1.named("spans two sessions").at(0)["args"]["incomplete"] == true);
+  CHECK(t2.count("spans two sessions") == 0);
+  CHECK(t2.count_of("unmatched_range_ends") == 1);
+}

@@ -1,0 +1,182 @@
+// Sessions: start/stop rules, output directory, drops, thread exit, the
+// clock, and a session still running when the process exits.
+#include "support.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
+
+namespace {
+
+struct kernels {
+  static constexpr const char* name = "kernels";
+};
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const npuprof::error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("one session at a time; stop needs a running session") {
+  test::temp_dir dir;
+  npuprof::session a{test::config_in(dir)};
+  npuprof::session b{test::config_in(dir)};
+  CHECK(error_of([&] { a.stop(); }) == "npuprof: cannot stop the session: it is not running");
+  a.start();
+  CHECK(error_of([&] { a.start(); }) == "npuprof: cannot start the session: it is already running");
+  CHECK(error_of([&] { b.start(); }).find("another session is already running") != std::string::npos);
+  a.stop();
+  b.start();  // now it may
+  npuprof::mark("in b");
+  auto t = test::load(b.stop());
+  CHECK(t.count("in b") == 1);
+}
+
+TEST_CASE("the output directory is named {worker}_{pid}_{timestamp}_npuprof") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.worker_name = "rank3";
+  npuprof::session s{cfg};
+  s.start();
+  const auto out = s.stop();
+  CHECK(out.parent_path() == dir.path);
+  const std::regex pattern("rank3_" + std::to_string(::getpid()) + "_[0-9]{17}_npuprof");
+  CHECK_MESSAGE(std::regex_match(out.filename().string(), pattern), out);
+  CHECK(std::filesystem::exists(out / "trace_view.json"));
+  CHECK(std::filesystem::exists(out / "profiler_metadata.json"));
+  CHECK(s.trace_id().size() == 32);
+  CHECK(test::load(out).meta["trace_id"] == s.trace_id());
+}
+
+TEST_CASE("a full buffer drops events and counts them exactly; none are lost silently") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.chunk_size_kb = 1;
+  cfg.buffer_size_kb = 4;  // four chunks of 120 words: a few hundred events
+  cfg.flush_interval_ms = 60000;
+  constexpr int n = 5000;
+  std::uint64_t tid = 0;
+  auto t = test::record(cfg, [&] {
+    // A new thread: its first chunk comes from this session's small pool.
+    std::thread([&] {
+      tid = npuprof::detail::os_thread_id();
+      for (int i = 0; i < n; ++i) NPUPROF_MARK(kernels, "m");
+    }).join();
+  });
+  const std::size_t kept = t.count("m", "i");
+  const std::uint64_t dropped = t.count_of("dropped_events");
+  CHECK(kept > 100);
+  CHECK(kept < 1000);
+  CHECK(kept + dropped == n);
+  CHECK(t.meta["counts"]["dropped_by_thread"][std::to_string(tid)] == dropped);
+}
+
+TEST_CASE("events of threads that exited before stop are in the trace") {
+  test::temp_dir dir;
+  std::vector<std::uint64_t> tids(8);
+  auto t = test::record(test::config_in(dir), [&] {
+    std::vector<std::thread> threads;
+    for (std::size_t i = 0; i < tids.size(); ++i) {
+      threads.emplace_back([&, i] {
+        tids[i] = npuprof::detail::os_thread_id();
+        npuprof::name_thread("short-lived " + std::to_string(i));
+        for (int k = 0; k < 100; ++k) NPUPROF_RANGE(kernels, "work");
+        npuprof::mark("bye " + std::to_string(i));
+      });
+    }
+    for (auto& th : threads) th.join();
+  });
+  CHECK(t.count("work", "X") == 800);
+  for (std::size_t i = 0; i < tids.size(); ++i) {
+    const auto bye = t.named("bye " + std::to_string(i));
+    REQUIRE(bye.size() == 1);
+    CHECK(bye[0]["tid"] == tids[i]);
+    CHECK(t.thread_name(tids[i]) == "short-lived " + std::to_string(i));
+  }
+}
+
+TEST_CASE("many short-lived threads reuse buffers and lose nothing") {
+  test::temp_dir dir;
+  auto t = test::record(test::config_in(dir), [&] {
+    for (int round = 0; round < 50; ++round) {
+      std::vector<std::thread> threads;
+      for (int i = 0; i < 4; ++i) threads.emplace_back([] { NPUPROF_MARK(kernels, "hello"); });
+      for (auto& th : threads) th.join();
+    }
+  });
+  CHECK(t.count("hello") == 200);
+  CHECK(t.count_of("dropped_events") == 0);
+}
+
+TEST_CASE("exported times agree with steady_clock within 1% over one second") {
+  test::temp_dir dir;
+  std::int64_t before = 0, after = 0;
+  auto t = test::record(test::config_in(dir), [&] {
+    npuprof::scoped_range<kernels> r{"one second"};
+    before = npuprof::steady_ns();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    after = npuprof::steady_ns();
+  });
+  const auto ev = t.named("one second").at(0);
+  const std::int64_t measured = after - before;
+  const std::int64_t dur = test::to_ns(ev["dur"]);
+  CHECK(std::abs(static_cast<double>(dur - measured)) < 0.01 * static_cast<double>(measured));
+  // Timestamps are steady_clock microseconds: the slice brackets our reads.
+  const std::int64_t ts = test::to_ns(ev["ts"]);
+  CHECK(std::abs(static_cast<double>(ts - before)) < 0.01 * static_cast<double>(measured));
+  CHECK(t.meta["clock"]["source"] == npuprof::raw_clock_name);
+  CHECK(t.meta["clock"]["ns_per_tick"].get<double>() > 0);
+}
+
+TEST_CASE("an output directory that cannot be written is a clear error, and the data can be written elsewhere") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  const auto blocker = dir.path / "not-a-directory";
+  std::ofstream(blocker) << "x";
+  cfg.output_dir = (blocker / "sub").string();
+  npuprof::session s{cfg};
+  s.start();
+  npuprof::mark("kept");
+  const std::string msg = error_of([&] { s.stop(); });
+  CHECK_MESSAGE(msg.find("cannot create output directory '" + cfg.output_dir + "'") != std::string::npos, msg);
+  CHECK_FALSE(s.running());
+  auto t = test::load(s.write_to(dir.path.string()));
+  CHECK(t.count("kept") == 1);
+}
+
+TEST_CASE("a session still running at exit() is stopped and written") {
+  test::temp_dir dir;
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto cfg = test::config_in(dir);
+    auto* s = new npuprof::session(cfg);  // never destroyed: exit() must still write
+    s->start();
+    std::thread([] {
+      for (int i = 0; i < 100; ++i) NPUPROF_MARK(kernels, "from thread");
+    }).join();
+    NPUPROF_RANGE(kernels, "open scoped range");
+    npuprof::range_start<kernels>("open id range");
+    std::exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  std::vector<test::fs::path> outputs;
+  for (auto& e : test::fs::directory_iterator(dir.path)) outputs.push_back(e.path());
+  REQUIRE(outputs.size() == 1);
+  auto t = test::load(outputs[0]);
+  CHECK(t.count("from thread") == 100);
+  CHECK(t.named("open id range").at(0)["args"]["incomplete"] == true);
+  CHECK(t.count_of("open_ranges") == 1);
+}

@@ -172,7 +172,7 @@ TEST_CASE("runtime domains record like domain types with the same name") {
     auto id = npuprof::range_start(d, "runtime id range");
     npuprof::range_end(d, id);
     npuprof::counter(d, "runtime counter", 3);
-    npuprof::unique_range<> u{npuprof::domain_by_name("late"), "late domain"};
+    npuprof::unique_range u{npuprof::domain_by_name("late"), "late domain"};
   });
   for (const char* name : {"runtime mark", "runtime range", "runtime id range", "late domain"}) {
     const auto ev = t.named(name);

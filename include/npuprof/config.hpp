@@ -33,7 +33,7 @@ struct config {
   /// past it are dropped and counted.
   std::size_t buffer_size_kb = 256 * 1024;
   /// `chunk_size_kb`: size of one buffer chunk, the unit threads take and hand over.
-  std::size_t chunk_size_kb = 64;
+  std::size_t chunk_size_kb = 16;
   /// `flush_interval_ms`: how often the session collects full chunks.
   unsigned flush_interval_ms = 10;
 

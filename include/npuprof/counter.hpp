@@ -46,7 +46,11 @@ NPUPROF_ALWAYS_INLINE void counter(detail::message name, T value) noexcept {
 
 template <class T>
 inline void counter(runtime_domain d, detail::message name, T value) noexcept {
-  detail::record_counter(d.handle(), name, value);
+  if constexpr (compiled_in<runtime_domain>) {
+    detail::record_counter(d.handle(), name, value);
+  } else {
+    (void)d, (void)name, (void)value;
+  }
 }
 
 }  // namespace npuprof

@@ -72,6 +72,16 @@ constexpr bool compile_filter_accepts(std::string_view name) noexcept {
 template <class D>
 inline constexpr bool compiled_in = detail::compile_filter_accepts(std::string_view{D::name});
 
+/// Run-time domains are not known at compile time: only NPUPROF_DISABLE
+/// removes their markers.
+template <>
+inline constexpr bool compiled_in<runtime_domain> =
+#if defined(NPUPROF_DISABLE)
+    false;
+#else
+    true;
+#endif
+
 /// The run-time filter: the `mstx` switch and the domain include/exclude lists.
 using domain_filter = detail::domain_filter;
 

@@ -26,7 +26,11 @@ NPUPROF_ALWAYS_INLINE void mark(detail::message msg, stream_t stream = nullptr) 
 
 /// Records a mark in a domain known at run time.
 inline void mark(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
-  if (const std::uint16_t s = detail::recording_state(d.handle())) detail::write_mark(s - 1u, msg, stream);
+  if constexpr (compiled_in<runtime_domain>) {
+    if (const std::uint16_t s = detail::recording_state(d.handle())) detail::write_mark(s - 1u, msg, stream);
+  } else {
+    (void)d, (void)msg, (void)stream;
+  }
 }
 
 }  // namespace npuprof

@@ -27,7 +27,7 @@ namespace detail {
 /// outlive the constructor) and matched with the end by id.
 class scoped_core {
  public:
-  void begin(domain_handle& h, const message& m, stream_t stream) noexcept {
+  NPUPROF_ALWAYS_INLINE void begin(domain_handle& h, const message& m, stream_t stream) noexcept {
     const std::uint16_t s = recording_state(h);
     if (s == 0) return;
     stream_ = stream;
@@ -36,14 +36,10 @@ class scoped_core {
       first_ = raw_ticks();
       return;
     }
-    const std::uint64_t id = next_range_id();
-    if (id != 0 && write_begin(s - 1u, m, id, stream)) {
-      tag_ = make_tag(kind::end, 0, 0);
-      second_ = id;
-    }
+    begin_copied(s - 1u, m);
   }
 
-  void end() noexcept {
+  NPUPROF_ALWAYS_INLINE void end() noexcept {
     if (tag_ == 0) return;
     const std::uint64_t now = raw_ticks();
     if (tag_kind(tag_) == kind::complete) {
@@ -54,6 +50,15 @@ class scoped_core {
   }
 
  private:
+  // Out of line: copying is the slower path, and keeps the inline part small.
+  void begin_copied(std::uint32_t index, const message& m) noexcept {
+    const std::uint64_t id = next_range_id();
+    if (id != 0 && write_begin(index, m, id, stream_)) {
+      tag_ = make_tag(kind::end, 0, 0);
+      second_ = id;
+    }
+  }
+
   std::uint64_t tag_ = 0;     // the record the end writes; 0: not recording
   std::uint64_t first_ = 0;   // begin ticks (complete records)
   std::uint64_t second_ = 0;  // range id (copied messages)
@@ -91,7 +96,12 @@ NPUPROF_ALWAYS_INLINE range_id range_start(detail::message msg, stream_t stream 
 }
 
 inline range_id range_start(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
-  return detail::start_range(d.handle(), msg, stream);
+  if constexpr (compiled_in<runtime_domain>) {
+    return detail::start_range(d.handle(), msg, stream);
+  } else {
+    (void)d, (void)msg, (void)stream;
+    return 0;
+  }
 }
 
 /// Ends a range begun with range_start, on this or any other thread. The end
@@ -108,7 +118,11 @@ NPUPROF_ALWAYS_INLINE void range_end(range_id id, stream_t stream = nullptr) noe
 }
 
 inline void range_end(runtime_domain, range_id id, stream_t stream = nullptr) noexcept {
-  if (id != 0) detail::write_end(id, stream);
+  if constexpr (compiled_in<runtime_domain>) {
+    if (id != 0) detail::write_end(id, stream);
+  } else {
+    (void)id, (void)stream;
+  }
 }
 
 /// A range that lasts as long as this object, on one thread. Neither copyable
@@ -125,7 +139,7 @@ class scoped_range {
   explicit scoped_range(detail::message msg, stream_t stream = nullptr) noexcept {
     core_.begin(detail::handle_of<D>, msg, stream);
   }
-  ~scoped_range() { core_.end(); }
+  NPUPROF_ALWAYS_INLINE ~scoped_range() { core_.end(); }
 
   scoped_range(const scoped_range&) = delete;
   scoped_range& operator=(const scoped_range&) = delete;
@@ -143,7 +157,7 @@ class scoped_range<runtime_domain> {
   scoped_range(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
     core_.begin(d.handle(), msg, stream);
   }
-  ~scoped_range() { core_.end(); }
+  NPUPROF_ALWAYS_INLINE ~scoped_range() { core_.end(); }
 
   scoped_range(const scoped_range&) = delete;
   scoped_range& operator=(const scoped_range&) = delete;
@@ -151,7 +165,7 @@ class scoped_range<runtime_domain> {
   scoped_range& operator=(scoped_range&&) = delete;
 
  private:
-  detail::scoped_core core_;
+  detail::scoped_core_for<runtime_domain> core_;
 };
 
 scoped_range(runtime_domain, detail::message)->scoped_range<runtime_domain>;
@@ -166,8 +180,13 @@ class unique_range {
   explicit unique_range(detail::message msg, stream_t stream = nullptr) noexcept
       : id_(range_start<D>(msg, stream)), stream_(stream) {}
   unique_range(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept
-      : id_(range_start(d, msg, stream)), stream_(stream) {}
-  ~unique_range() { reset(); }
+      : id_(range_start(d, msg, stream)), stream_(stream) {
+    static_assert(std::is_same_v<D, runtime_domain>,
+                  "npuprof: for a run-time domain write `npuprof::unique_range r{domain, msg};`");
+  }
+  ~unique_range() {
+    if constexpr (compiled_in<D>) reset();
+  }
 
   unique_range(unique_range&& other) noexcept
       : id_(std::exchange(other.id_, 0)), stream_(other.stream_) {}
@@ -194,5 +213,8 @@ class unique_range {
   range_id id_;
   stream_t stream_;
 };
+
+unique_range(runtime_domain, detail::message)->unique_range<runtime_domain>;
+unique_range(runtime_domain, detail::message, stream_t)->unique_range<runtime_domain>;
 
 }  // namespace npuprof

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -97,6 +98,7 @@ class session {
 
   config cfg_;
   std::vector<detail::segment> segments_;
+  std::deque<std::vector<std::uint64_t>> copies_;  // records of chunks given back early
   std::thread drainer_;
   std::mutex wake_mutex_;
   std::condition_variable wake_;
@@ -192,6 +194,7 @@ inline void session::recycle_segments() {
     if (s.owned) detail::state().pool.recycle(s.source);
   }
   segments_.clear();
+  copies_.clear();
 }
 
 inline std::filesystem::path session::stop() {
@@ -247,10 +250,20 @@ inline void session::drain_loop() {
   }
 }
 
+// Full chunks become the session's. A chunk that is mostly empty (its thread
+// exited early) is copied and goes straight back to the pool, so that threads
+// that come and go do not use up the free chunks.
 inline void session::drain_full_chunks() {
   detail::process_state& st = detail::state();
   while (detail::chunk* c = st.pool.take_full()) {
     std::uint64_t* end = c->published.load(std::memory_order_acquire);
+    const auto used = static_cast<std::size_t>(end - c->unread);
+    if (used * 4 < static_cast<std::size_t>(c->limit - c->data())) {
+      const std::vector<std::uint64_t>& copy = copies_.emplace_back(c->unread, end);
+      segments_.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false});
+      st.pool.recycle(c);
+      continue;
+    }
     segments_.push_back({c, c->unread, end, c->tid, true});
     c->unread = end;
   }

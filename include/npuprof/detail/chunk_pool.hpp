@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <mutex>
 
@@ -50,8 +51,10 @@ class chunk_pool {
     std::lock_guard<std::mutex> lock(mutex_);
     chunk_bytes_ = chunk_bytes;
     cap_bytes_ = cap_bytes;
+    // Keep up to 4 MiB (a quarter of the cap at most) ready for threads to
+    // take between two drains.
     const std::size_t cap_chunks = cap_bytes / chunk_bytes;
-    reserve_ = std::clamp<std::size_t>(cap_chunks / 4, 2, 256);
+    reserve_ = std::clamp<std::size_t>(cap_chunks / 4, 2, std::max<std::size_t>(2, (4u << 20) / chunk_bytes));
     max_reserve_ = std::max<std::size_t>(reserve_, cap_chunks / 2);
     // Free chunks of another size or above the new cap go now; chunks in use
     // go when they come back.
@@ -72,6 +75,9 @@ class chunk_pool {
     while (free_count_.load(std::memory_order_relaxed) < reserve_ && current_bytes_locked() + chunk_bytes_ <= cap_bytes_) {
       chunk* c = chunk::create(chunk_bytes_);
       if (c == nullptr) return;
+      // Touch every page here, so that recording threads never take the
+      // page faults of fresh memory.
+      std::memset(c->data(), 0, static_cast<std::size_t>(c->limit - c->data()) * sizeof(std::uint64_t));
       ++allocated_;
       ++count_by_size_[chunk_bytes_];
       reserve_nodes_locked();

@@ -1,0 +1,1 @@
+extern "C" void codegen_work(int* x) { *x += 1; }

@@ -115,7 +115,7 @@ namespace detail {
 
 inline void stop_active_session_at_exit() {
   session* s = state().active.load(std::memory_order_acquire);
-  if (s == nullptr) return;
+  if (s == nullptr || !s->running()) return;
   try {
     const auto dir = s->stop();
     std::fprintf(stderr, "npuprof: session still running at exit: stopped, trace written to %s\n",

@@ -33,7 +33,9 @@ struct thread_buffer {
 };
 
 /// The calling thread's buffer; null until its first recorded event.
-NPUPROF_PROCESS_WIDE inline thread_local thread_buffer* t_buffer = nullptr;
+// initial-exec: a single TLS load also inside shared objects (no __tls_get_addr).
+NPUPROF_PROCESS_WIDE __attribute__((tls_model("initial-exec"))) inline thread_local thread_buffer* t_buffer =
+    nullptr;
 
 inline std::uint32_t os_thread_id() noexcept {
   return static_cast<std::uint32_t>(::syscall(SYS_gettid));

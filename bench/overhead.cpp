@@ -4,14 +4,20 @@
 //   meson setup build-release --buildtype=release && ninja -C build-release
 //   build-release/bench/overhead
 //
-// Prints Google Benchmark's own lines, then one table: ns per operation and
-// the ratio to the floor.
+// Prints Google Benchmark's own lines, then one table: ns per operation, the
+// ratio to the floor (or to the row named), and the target. Peers are
+// measured in the same binary when their headers were found at build time.
 #include <npuprof/npuprof.hpp>
 
 #include <benchmark/benchmark.h>
 
+#if defined(NPUPROF_BENCH_NVTX3)
+#include <nvtx3/nvtx3.hpp>
+#endif
+
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <string>
 #include <thread>
@@ -144,6 +150,56 @@ void range_unique(benchmark::State& state) {
   report_drops(state);
 }
 
+std::vector<npuprof::range_id> g_ids;
+
+void range_start_only(benchmark::State& state) {
+  static const npuprof::registered_string<bench_domain> name{"cross"};
+  g_ids.assign(static_cast<std::size_t>(kIterations), 0);
+  std::size_t i = 0;
+  for (auto _ : state) g_ids[i++] = npuprof::range_start<bench_domain>(name);
+  report_drops(state);
+}
+
+// The ranges were begun on another thread (in setup); this thread ends them.
+void start_on_other_thread(const benchmark::State& s) {
+  start_fresh(s);
+  static const npuprof::registered_string<bench_domain> name{"cross"};
+  g_ids.assign(static_cast<std::size_t>(kIterations), 0);
+  std::thread([&] {
+    for (auto& id : g_ids) id = npuprof::range_start<bench_domain>(name);
+  }).join();
+}
+
+void range_end_other_thread(benchmark::State& state) {
+  std::size_t i = 0;
+  for (auto _ : state) npuprof::range_end<bench_domain>(g_ids[i++]);
+  report_drops(state);
+}
+
+#if defined(NPUPROF_BENCH_NVTX3)
+struct nvtx_bench_domain {
+  static constexpr const char* name{"bench"};
+};
+struct nvtx_range_name {
+  static constexpr const char* message{"range"};
+};
+
+void nvtx3_push_pop_no_tool(benchmark::State& state) {
+  for (auto _ : state) {
+    nvtxRangePushA("range");
+    benchmark::ClobberMemory();
+    nvtxRangePop();
+  }
+}
+
+void nvtx3_scoped_registered_no_tool(benchmark::State& state) {
+  for (auto _ : state) {
+    nvtx3::scoped_range_in<nvtx_bench_domain> r{nvtx3::registered_string_in<nvtx_bench_domain>::get<nvtx_range_name>()};
+    benchmark::ClobberMemory();
+  }
+}
+#endif
+
 void counter_sample(benchmark::State& state) {
   static const npuprof::registered_string<bench_domain> name{"depth"};
   std::int64_t v = 0;
@@ -167,6 +223,12 @@ NPUPROF_BENCH(range_copied_16)->Setup(start_fresh);
 NPUPROF_BENCH(range_copied_128)->Setup(start_fresh);
 NPUPROF_BENCH(range_unique)->Setup(start_fresh);
 NPUPROF_BENCH(counter_sample)->Setup(start_fresh);
+NPUPROF_BENCH(range_start_only)->Setup(start_fresh);
+NPUPROF_BENCH(range_end_other_thread)->Setup(start_on_other_thread);
+#if defined(NPUPROF_BENCH_NVTX3)
+NPUPROF_BENCH(nvtx3_push_pop_no_tool);
+NPUPROF_BENCH(nvtx3_scoped_registered_no_tool);
+#endif
 
 namespace {
 
@@ -189,6 +251,31 @@ class collecting_reporter : public benchmark::ConsoleReporter {
 
 }  // namespace
 
+// Export: how fast a stopped session writes trace_view.json, and how many
+// buffer bytes each recorded range took.
+void export_rows() {
+  constexpr int n = 2'000'000;
+  if (g_session != nullptr && g_session->running()) g_session->cancel();
+  npuprof::config cfg = bench_config();
+  cfg.output_dir = "/tmp/npuprof-bench-export";
+  npuprof::session s{cfg};
+  s.start();
+  static const npuprof::registered_string<bench_domain> name{"exported range"};
+  for (int i = 0; i < n; ++i) npuprof::scoped_range<bench_domain> r{name};
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto dir = s.stop();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto& d = s.data();
+  const double events = static_cast<double>(d.events.size());
+  std::printf("%-40s %9.2f %9s  %s\n", "export: million events/s (stop+write)", events / secs / 1e6, "",
+              ">= 5 on one core");
+  std::printf("%-40s %9.2f %9s  %s\n", "export: buffer bytes per scoped range",
+              static_cast<double>(d.counts.buffer_bytes) / events, "", "<= 32");
+  std::error_code ec;
+  std::filesystem::remove_all(cfg.output_dir, ec);
+  (void)dir;
+}
+
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   collecting_reporter reporter;
@@ -201,24 +288,40 @@ int main(int argc, char** argv) {
     return 0.0;
   };
   const double two = get("floor_two_reads"), one = get("floor_one_read");
-  std::printf("\n%-34s %10s %12s\n", "npuprof overhead", "ns/op", "x floor");
-  auto row = [&](const char* label, const std::string& key, double floor) {
-    const double v = get(key);
+  std::printf("\n%-40s %9s %9s  %s\n", "npuprof overhead (median of 5 runs)", "ns/op", "ratio", "target");
+  auto row = [&](const char* label, double v, double base, const char* target) {
     if (v == 0.0) return;
-    std::printf("%-34s %10.2f %12.2f\n", label, v, floor > 0 ? v / floor : 0.0);
+    std::printf("%-40s %9.2f %9.2f  %s\n", label, v, base > 0 ? v / base : 0.0, target);
   };
-  row("floor: two counter reads", "floor_two_reads", two);
-  row("floor: one counter read", "floor_one_read", one);
-  row("disabled: no session", "disabled_no_session", two);
-  row("disabled: domain filtered", "disabled_filtered", two);
-  row("disabled: compiled out", "disabled_compiled_out", two);
-  row("mark (vs one read)", "mark_registered", one);
-  row("scoped range, registered", "range_registered", two);
-  row("scoped range, registered, 2 thr", "range_registered_2_threads", two);
-  row("scoped range, copied 16 B", "range_copied_16", two);
-  row("scoped range, copied 128 B", "range_copied_128", two);
-  row("unique_range, registered", "range_unique", two);
-  row("counter (vs one read)", "counter_sample", one);
+  auto row_key = [&](const char* label, const std::string& key, double base, const char* target) {
+    row(label, get(key), base, target);
+  };
+  row_key("floor: two counter reads", "floor_two_reads", two, "ratios below are to this");
+  row_key("floor: one counter read", "floor_one_read", one, "marks and counters: to this");
+  row_key("disabled: no session", "disabled_no_session", two, "<= 1.5 ns");
+  row_key("disabled: domain filtered at run time", "disabled_filtered", two, "<= 1.5 ns");
+  row_key("disabled: compiled out", "disabled_compiled_out", two, "0 (loop alone)");
+  row_key("mark, registered (x one read)", "mark_registered", one, "<= 1.5x");
+  row_key("scoped range, registered", "range_registered", two, "<= 1.3x");
+  row_key("scoped range, copied 16 B", "range_copied_16", two, "<= 1.8x");
+  row_key("scoped range, copied 128 B", "range_copied_128", two, "");
+  row_key("unique_range, registered", "range_unique", two, "");
+  row("range_start here + range_end elsewhere", get("range_start_only") + get("range_end_other_thread"), two, "");
+  row_key("counter, registered (x one read)", "counter_sample", one, "");
+  row_key("scoped range, 1 thread", "range_registered", get("range_registered"), "per-thread cost");
+  row_key("scoped range, 2 threads at once", "range_registered_2_threads", get("range_registered"),
+          "<= 1.2x the 1-thread cost");
+#if defined(NPUPROF_BENCH_NVTX3)
+  const double nvtx = get("nvtx3_push_pop_no_tool");
+  row_key("peer NVTX3 push/pop, no tool", "nvtx3_push_pop_no_tool", two, "");
+  row_key("peer NVTX3 scoped_range_in, no tool", "nvtx3_scoped_registered_no_tool", two, "");
+  row("disabled npuprof vs NVTX3 no tool", get("disabled_no_session"), nvtx, "<= 2x NVTX3");
+#else
+  std::printf("%-40s %9s %9s  %s\n", "peer NVTX3", "-", "-", "skipped: nvtx3 headers not found at build time");
+#endif
+  std::printf("%-40s %9s %9s  %s\n", "peer LTTng-UST", "-", "-", "not measured by this program");
+  std::printf("%-40s %9s %9s  %s\n", "device: stream-tied range", "-", "-", "needs the device backend");
+  export_rows();
   if (g_session != nullptr && g_session->running()) g_session->cancel();
   return 0;
 }

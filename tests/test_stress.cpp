@@ -87,7 +87,7 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
   int sessions = 0;
   std::uint64_t marks = 0;
   std::mt19937 rng(42);
-  while (std::chrono::steady_clock::now() < deadline) {
+  while (std::chrono::steady_clock::now() < deadline || sessions < 4) {
     auto cfg = test::config_in(dir);
     cfg.chunk_size_kb = 4;
     cfg.buffer_size_kb = (rng() % 2) ? 64 : 2048;  // sometimes tiny: overflow
@@ -132,6 +132,5 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
   for (auto& th : threads) th.join();
   MESSAGE(sessions << " sessions, " << marks << " sequence marks checked, " << short_lived.load()
                    << " short-lived threads");
-  CHECK(sessions > 3);
   CHECK(marks > 1000);
 }

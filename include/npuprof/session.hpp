@@ -227,8 +227,7 @@ inline void session::clear() {
 inline std::filesystem::path session::write_to(const std::string& parent) {
   const std::string worker = cfg_.worker_name.empty() ? data_->hostname : cfg_.worker_name;
   const auto dir = detail::make_output_dir(parent, worker, data_->pid, data_->wall_start_ns);
-  const fmt::memory_buffer trace = detail::render_trace_view(*data_);
-  detail::write_file((dir / "trace_view.json").string(), std::string_view(trace.data(), trace.size()));
+  detail::write_trace_view(*data_, (dir / "trace_view.json").string());
   detail::write_file((dir / "profiler_metadata.json").string(),
                      detail::render_metadata(*data_, trace_id_).dump(2) + "\n");
   output_ = dir;
@@ -310,6 +309,9 @@ inline std::shared_ptr<trace_data> session::collect(clock_point end) {
   d->thread_names = st.threads.names();
   for (auto& [stream, name] : st.streams.all()) d->stream_names[reinterpret_cast<std::uintptr_t>(stream)] = name;
 
+  std::size_t words = 0;
+  for (const detail::segment& s : segments_) words += static_cast<std::size_t>(s.to - s.from);
+  d->events.reserve(words / 3);  // no record is smaller than 2 words; most are 3
   detail::decoder dec(*d, start_point_.ticks);
   for (const detail::segment& s : segments_) dec.add(s);
   dec.finish(end.ticks);

@@ -33,6 +33,7 @@ class decoder {
   }
 
   void add(const segment& s) {
+    out_.counts.buffer_bytes += static_cast<std::uint64_t>(s.to - s.from) * sizeof(std::uint64_t);
     const std::uint64_t* p = s.from;
     while (p < s.to) {
       const std::size_t n = record_words(p, s.to);

@@ -40,7 +40,8 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
         {"null_messages", d.counts.null_messages},
         {"unmatched_range_ends", d.counts.unmatched_range_ends},
         {"open_ranges", d.counts.open_ranges},
-        {"corrupt_records", d.counts.corrupt_records}}},
+        {"corrupt_records", d.counts.corrupt_records},
+        {"buffer_bytes", d.counts.buffer_bytes}}},
   };
 }
 

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "../trace_data.hpp"
+#include "file.hpp"
 #include "json_escape.hpp"
 
 namespace npuprof::detail {
@@ -27,22 +28,39 @@ inline constexpr std::uint32_t lane_tid_base = 0x40000000;
 
 inline void append_us(fmt::memory_buffer& out, std::int64_t ns) {
   if (ns < 0) ns = 0;
-  fmt::format_to(std::back_inserter(out), "{}.{:03}", ns / 1000, ns % 1000);
+  const fmt::format_int us(ns / 1000);
+  out.append(us.data(), us.data() + us.size());
+  const auto frac = static_cast<int>(ns % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10)};
+  out.append(digits, digits + 4);
+}
+
+inline void append_int(fmt::memory_buffer& out, std::uint64_t v) {
+  const fmt::format_int s(v);
+  out.append(s.data(), s.data() + s.size());
 }
 
 class trace_view_writer {
  public:
   explicit trace_view_writer(const trace_data& data) : data_(data), track_(data.events.size()) {}
 
-  fmt::memory_buffer render() {
+  /// Writes the document in pieces of about `chunk` bytes to `sink`.
+  template <class Sink>
+  void write(Sink&& sink, std::size_t chunk = 1 << 20) {
     assign_tracks();
     fmt::memory_buffer out;
-    out.reserve(data_.events.size() * 160 + 4096);
     out.push_back('[');
     write_metadata(out);
-    for (std::size_t i : sorted_events()) write_event(out, data_.events[i], track_[i]);
+    for (std::size_t i : sorted_events()) {
+      write_event(out, data_.events[i], track_[i]);
+      if (out.size() >= chunk) {
+        sink(std::string_view(out.data(), out.size()));
+        out.clear();
+      }
+    }
     out.append(std::string_view("\n]\n"));
-    return out;
+    sink(std::string_view(out.data(), out.size()));
   }
 
  private:
@@ -63,7 +81,7 @@ class trace_view_writer {
     for (std::size_t i = 0; i < data_.events.size(); ++i) {
       const trace_event& e = data_.events[i];
       track_[i] = e.tid;
-      tids_.insert({e.tid, 0});
+      if (tids_.empty() || tids_.back() != e.tid) tids_.push_back(e.tid);
       if (e.what != trace_event::type::slice) continue;
       if (e.id_matched && e.end_tid != e.tid) {
         moved.push_back(i);
@@ -117,14 +135,25 @@ class trace_view_writer {
     lane_count_ = lanes.size();
   }
 
+  // By track, then start, longer first. Sorting compact keys keeps the sort
+  // in cache.
   std::vector<std::size_t> sorted_events() const {
-    std::vector<std::size_t> order(data_.events.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    const auto& ev = data_.events;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      if (track_[a] != track_[b]) return track_[a] < track_[b];
-      return earlier(ev[a], ev[b]);
-    });
+    struct key {
+      std::uint32_t track;
+      std::int64_t ts;
+      std::int64_t neg_dur;
+      std::size_t index;
+      bool operator<(const key& o) const {
+        if (track != o.track) return track < o.track;
+        if (ts != o.ts) return ts < o.ts;
+        return neg_dur < o.neg_dur;
+      }
+    };
+    std::vector<key> keys(data_.events.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = {track_[i], data_.events[i].ts, -data_.events[i].dur, i};
+    std::sort(keys.begin(), keys.end());
+    std::vector<std::size_t> order(keys.size());
+    for (std::size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
     return order;
   }
 
@@ -147,8 +176,9 @@ class trace_view_writer {
     write_meta_event(out, "process_name", 0, false, "name", data_.process_name, 0);
     write_meta_event(out, "process_sort_index", 0, false, "sort_index", "", 0);
     // Main thread first, then the others by thread id.
-    std::vector<std::uint32_t> tids;
-    for (auto& [tid, unused] : tids_) tids.push_back(tid);
+    std::vector<std::uint32_t> tids = tids_;
+    std::sort(tids.begin(), tids.end());
+    tids.erase(std::unique(tids.begin(), tids.end()), tids.end());
     std::stable_partition(tids.begin(), tids.end(), [&](std::uint32_t t) { return t == data_.pid; });
     long index = 0;
     for (std::uint32_t tid : tids) {
@@ -188,7 +218,11 @@ class trace_view_writer {
         append_us(out, e.ts);
         break;
     }
-    fmt::format_to(it, R"(,"pid":{},"tid":{},"cat":)", data_.pid, track);
+    out.append(std::string_view(",\"pid\":"));
+    append_int(out, data_.pid);
+    out.append(std::string_view(",\"tid\":"));
+    append_int(out, track);
+    out.append(std::string_view(",\"cat\":"));
     append_json_string(out, domain);
     out.append(std::string_view(",\"args\":{"));
     if (e.what == trace_event::type::counter) {
@@ -216,12 +250,23 @@ class trace_view_writer {
 
   const trace_data& data_;
   std::vector<std::uint32_t> track_;
-  std::map<std::uint32_t, int> tids_;
+  std::vector<std::uint32_t> tids_;
   std::size_t lane_count_ = 0;
   bool first_ = true;
 };
 
-/// The whole trace_view.json document.
-inline fmt::memory_buffer render_trace_view(const trace_data& data) { return trace_view_writer(data).render(); }
+/// The whole trace_view.json document, in memory.
+inline std::string render_trace_view(const trace_data& data) {
+  std::string out;
+  trace_view_writer(data).write([&](std::string_view piece) { out.append(piece); });
+  return out;
+}
+
+/// Writes trace_view.json to `path`, streaming.
+inline void write_trace_view(const trace_data& data, const std::string& path) {
+  file_writer file(path);
+  trace_view_writer(data).write([&](std::string_view piece) { file.write(piece); });
+  file.close();
+}
 
 }  // namespace npuprof::detail

@@ -15,6 +15,10 @@
 #include <nvtx3/nvtx3.hpp>
 #endif
 
+#include <dlfcn.h>
+
+#include "mstx_abi.h"
+
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -200,6 +204,59 @@ void nvtx3_scoped_registered_no_tool(benchmark::State& state) {
 }
 #endif
 
+// mstx through the injection library, as an mstx-annotated program calls it,
+// against the same marker through the C++ API. Both copy a 16-byte message.
+struct mstx_tables {
+  mstxFuncPointer core[MSTX_API_CORE_SIZE] = {};
+  mstxFuncPointer domain[MSTX_API_DOMAIN_SIZE] = {};
+  mstxFuncPointer* core_ptrs[MSTX_API_CORE_SIZE];
+  mstxFuncPointer* domain_ptrs[MSTX_API_DOMAIN_SIZE];
+  bool loaded = false;
+};
+mstx_tables g_mstx;
+
+int mstx_get_table(int module, mstxFuncTable* out, unsigned* size) {
+  if (module == MSTX_API_MODULE_CORE) {
+    *out = g_mstx.core_ptrs;
+    *size = MSTX_API_CORE_SIZE;
+    return MSTX_SUCCESS;
+  }
+  if (module == MSTX_API_MODULE_CORE_DOMAIN) {
+    *out = g_mstx.domain_ptrs;
+    *size = MSTX_API_DOMAIN_SIZE;
+    return MSTX_SUCCESS;
+  }
+  return MSTX_FAIL;
+}
+
+void load_mstx(const benchmark::State& s) {
+  start_fresh(s);  // the session runs first, so the library records into it
+  if (g_mstx.loaded) return;
+  for (int i = 0; i < MSTX_API_CORE_SIZE; ++i) g_mstx.core_ptrs[i] = &g_mstx.core[i];
+  for (int i = 0; i < MSTX_API_DOMAIN_SIZE; ++i) g_mstx.domain_ptrs[i] = &g_mstx.domain[i];
+  void* lib = ::dlopen(NPUPROF_BENCH_MSTX_LIBRARY, RTLD_NOW);
+  auto init = lib ? reinterpret_cast<InitInjectionMstx_t>(::dlsym(lib, "InitInjectionMstx")) : nullptr;
+  g_mstx.loaded = init != nullptr && init(&mstx_get_table) == MSTX_SUCCESS;
+}
+
+const char* const k16 = "sixteen byte msg";
+
+void mstx_range_16(benchmark::State& state) {
+  if (!g_mstx.loaded) {
+    state.SkipWithError("injection library not loaded");
+    return;
+  }
+  auto start = reinterpret_cast<mstxRangeStartA_t>(g_mstx.core[MSTX_API_CORE_RANGE_START_A]);
+  auto end = reinterpret_cast<mstxRangeEnd_t>(g_mstx.core[MSTX_API_CORE_RANGE_END]);
+  for (auto _ : state) end(start(k16, nullptr));
+  report_drops(state);
+}
+
+void cpp_range_16(benchmark::State& state) {
+  for (auto _ : state) npuprof::range_end(npuprof::range_start(k16));
+  report_drops(state);
+}
+
 void counter_sample(benchmark::State& state) {
   static const npuprof::registered_string<bench_domain> name{"depth"};
   std::int64_t v = 0;
@@ -225,6 +282,8 @@ NPUPROF_BENCH(range_unique)->Setup(start_fresh);
 NPUPROF_BENCH(counter_sample)->Setup(start_fresh);
 NPUPROF_BENCH(range_start_only)->Setup(start_fresh);
 NPUPROF_BENCH(range_end_other_thread)->Setup(start_on_other_thread);
+NPUPROF_BENCH(cpp_range_16)->Setup(start_fresh);
+NPUPROF_BENCH(mstx_range_16)->Setup(load_mstx);
 #if defined(NPUPROF_BENCH_NVTX3)
 NPUPROF_BENCH(nvtx3_push_pop_no_tool);
 NPUPROF_BENCH(nvtx3_scoped_registered_no_tool);
@@ -308,6 +367,8 @@ int main(int argc, char** argv) {
   row_key("unique_range, registered", "range_unique", two, "");
   row("range_start here + range_end elsewhere", get("range_start_only") + get("range_end_other_thread"), two, "");
   row_key("counter, registered (x one read)", "counter_sample", one, "");
+  row_key("C++ range_start/end, copied 16 B", "cpp_range_16", two, "");
+  row_key("mstx via injection (x the C++ row)", "mstx_range_16", get("cpp_range_16"), "<= 1.5x");
   row_key("scoped range, 1 thread", "range_registered", get("range_registered"), "per-thread cost");
   row_key("scoped range, 2 threads at once", "range_registered_2_threads", get("range_registered"),
           "<= 1.2x the 1-thread cost");

@@ -321,6 +321,7 @@ inline std::shared_ptr<trace_data> session::collect(clock_point end) {
   d->counts.dropped += st.stats.unregistered_drops.exchange(0);
   d->counts.truncated_messages = st.stats.truncated_messages.exchange(0);
   d->counts.null_messages = st.stats.null_messages.exchange(0);
+  d->counts.rejected_domain_names = st.stats.rejected_domain_names.load();
   return d;
 }
 

@@ -44,6 +44,7 @@ struct trace_counts {
   std::uint64_t unmatched_range_ends = 0;             // unknown or repeated range id
   std::uint64_t open_ranges = 0;                      // still open at the end (exported as incomplete)
   std::uint64_t corrupt_records = 0;
+  std::uint64_t rejected_domain_names = 0;            // invalid names given to mstxDomainCreateA
   std::uint64_t buffer_bytes = 0;                     // bytes the records took in the buffers
 };
 

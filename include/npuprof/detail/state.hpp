@@ -27,6 +27,7 @@ struct recording_stats {
   std::atomic<std::uint64_t> truncated_messages{0};
   std::atomic<std::uint64_t> null_messages{0};
   std::atomic<std::uint64_t> unregistered_drops{0};  // a thread that could not get a buffer
+  std::atomic<std::uint64_t> rejected_domain_names{0};
 
   void bump(std::atomic<std::uint64_t>& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
 };

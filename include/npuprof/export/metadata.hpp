@@ -41,7 +41,8 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
         {"unmatched_range_ends", d.counts.unmatched_range_ends},
         {"open_ranges", d.counts.open_ranges},
         {"corrupt_records", d.counts.corrupt_records},
-        {"buffer_bytes", d.counts.buffer_bytes}}},
+        {"buffer_bytes", d.counts.buffer_bytes},
+        {"rejected_domain_names", d.counts.rejected_domain_names}}},
   };
 }
 

@@ -18,6 +18,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern bool test_in_forked_child;  // tests/main.cpp
+
 namespace test {
 
 namespace fs = std::filesystem;
@@ -126,6 +131,27 @@ inline std::size_t check_nesting(const trace& t) {
     stack.push_back({b, end});
   }
   return n;
+}
+
+/// Runs `body` in a forked child, which then calls exit(0) (so a session it
+/// left running is written by the exit handler). Returns the one trace the
+/// child wrote under `dir`.
+inline trace trace_of_child(const temp_dir& dir, const std::function<void()>& body) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    test_in_forked_child = true;
+    body();
+    std::exit(0);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  std::vector<fs::path> outputs;
+  for (auto& e : fs::directory_iterator(dir.path)) outputs.push_back(e.path());
+  REQUIRE(outputs.size() == 1);
+  return load(outputs[0]);
 }
 
 /// Sets an environment variable for the life of this object.

@@ -14,37 +14,22 @@
 
 namespace {
 
-bool g_child = false;
-
-/// Runs `body` in a child process with the given environment and returns the
-/// trace it wrote at exit.
+/// Runs `body` in a child process with the given environment, after loading
+/// the injection library, and returns the trace it wrote at exit.
 test::trace run_child(const test::temp_dir& dir, const std::vector<std::pair<const char*, const char*>>& env,
                       const std::function<void(mstx_loader&)>& body) {
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    g_child = true;
+  return test::trace_of_child(dir, [&] {
     ::setenv("NPUPROF_OUTPUT_DIR", dir.path.c_str(), 1);
     ::unsetenv("NPUPROF_CONFIG");
     for (auto& [k, v] : env) ::setenv(k, v, 1);
     mstx_loader mstx;
     if (mstx.load() != MSTX_SUCCESS) std::_Exit(3);
     body(mstx);
-    std::exit(0);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-  std::vector<test::fs::path> outputs;
-  for (auto& e : test::fs::directory_iterator(dir.path)) outputs.push_back(e.path());
-  REQUIRE(outputs.size() == 1);
-  return test::load(outputs[0]);
+  });
 }
 
 }  // namespace
 
-extern "C" int __lsan_is_turned_off() { return g_child ? 1 : 0; }
 
 TEST_CASE("marks, ranges and domains from several threads, with ends on other threads") {
   test::temp_dir dir;
@@ -163,7 +148,7 @@ TEST_CASE("a missing or too small function table is refused") {
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
-      g_child = true;
+      test_in_forked_child = true;
       mstx_loader mstx;
       (which == 0 ? mstx.core_size : mstx.domain_size) = 3;
       std::_Exit(mstx.load() == MSTX_FAIL ? 0 : 1);

@@ -15,8 +15,6 @@ struct kernels {
   static constexpr const char* name = "kernels";
 };
 
-bool g_forked_child = false;
-
 std::string error_of(const std::function<void()>& f) {
   try {
     f();
@@ -27,10 +25,6 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 }  // namespace
-
-// A forked child that ends with exit() leaves the test's locals behind on
-// purpose; LeakSanitizer (when present) asks this hook whether to check.
-extern "C" int __lsan_is_turned_off() { return g_forked_child ? 1 : 0; }
 
 TEST_CASE("one session at a time; stop needs a running session") {
   test::temp_dir dir;
@@ -161,28 +155,15 @@ TEST_CASE("an output directory that cannot be written is a clear error, and the 
 
 TEST_CASE("a session still running at exit() is stopped and written") {
   test::temp_dir dir;
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    g_forked_child = true;
-    auto cfg = test::config_in(dir);
-    auto* s = new npuprof::session(cfg);  // never destroyed: exit() must still write
+  auto t = test::trace_of_child(dir, [&] {
+    auto* s = new npuprof::session(test::config_in(dir));  // never destroyed: exit() must still write
     s->start();
     std::thread([] {
       for (int i = 0; i < 100; ++i) NPUPROF_MARK(kernels, "from thread");
     }).join();
     NPUPROF_RANGE(kernels, "open scoped range");
     npuprof::range_start<kernels>("open id range");
-    std::exit(0);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
-  std::vector<test::fs::path> outputs;
-  for (auto& e : test::fs::directory_iterator(dir.path)) outputs.push_back(e.path());
-  REQUIRE(outputs.size() == 1);
-  auto t = test::load(outputs[0]);
+  });
   CHECK(t.count("from thread") == 100);
   CHECK(t.named("open id range").at(0)["args"]["incomplete"] == true);
   CHECK(t.count_of("open_ranges") == 1);

@@ -59,8 +59,14 @@ TEST_CASE("marks, ranges and domains from several threads, with ends on other th
     }).join();
     std::set<mstxRangeId> unique(handed.begin(), handed.end());
     if (unique.size() != 4 || unique.count(0) != 0) std::_Exit(4);  // ids unique, non-zero
+    mstx.mark("on stream", reinterpret_cast<aclrtStream>(0x1234));
+    mstx.domain_range_end(comm, mstx.domain_range_start(comm, "comm on stream", reinterpret_cast<aclrtStream>(0x5678)));
     mstx.domain_destroy(comm);
+    mstx.domain_mark(comm, "after destroy");  // handles stay valid
   });
+  CHECK(t.named("on stream", "i").at(0)["args"]["stream"] == "0x1234");
+  CHECK(t.named("comm on stream", "X").at(0)["args"]["stream"] == "0x5678");
+  CHECK(t.count("after destroy", "i") == 1);
   for (int i = 0; i < 4; ++i) {
     const std::string n = std::to_string(i);
     CHECK(t.named("mark " + n, "i").at(0)["args"]["domain"] == "default");

@@ -55,7 +55,9 @@ class chunk_pool {
     // take between two drains.
     const std::size_t cap_chunks = cap_bytes / chunk_bytes;
     reserve_ = std::clamp<std::size_t>(cap_chunks / 4, 2, std::max<std::size_t>(2, (4u << 20) / chunk_bytes));
-    max_reserve_ = std::max<std::size_t>(reserve_, cap_chunks / 2);
+    // Bursts may grow it (see top_up), to 64 MiB at most: memory held ready
+    // is memory the program cannot use.
+    max_reserve_ = std::max<std::size_t>(reserve_, std::min<std::size_t>(cap_chunks / 2, (64u << 20) / chunk_bytes));
     // Free chunks of another size or above the new cap go now; chunks in use
     // go when they come back.
     const std::size_t n = free_count_.load(std::memory_order_relaxed);

@@ -34,7 +34,7 @@ inline std::string output_dir_name(const std::string& worker, std::uint32_t pid,
 }
 
 /// Creates a new output directory under `parent` (made if missing) and
-/// returns its path. A name already taken gets the next millisecond.
+/// returns its absolute path. A name already taken gets the next millisecond.
 inline std::filesystem::path make_output_dir(const std::string& parent, const std::string& worker,
                                              std::uint32_t pid, std::int64_t wall_ns) {
   namespace fs = std::filesystem;
@@ -43,7 +43,7 @@ inline std::filesystem::path make_output_dir(const std::string& parent, const st
   if (ec) throw error("npuprof: cannot create output directory '" + parent + "': " + ec.message());
   for (int attempt = 0; attempt < 1000; ++attempt) {
     const fs::path dir = fs::path(parent) / output_dir_name(worker, pid, wall_ns + attempt * 1'000'000LL);
-    if (fs::create_directory(dir, ec)) return dir;
+    if (fs::create_directory(dir, ec)) return fs::absolute(dir).lexically_normal();
     if (ec) throw error("npuprof: cannot create output directory '" + dir.string() + "': " + ec.message());
   }
   throw error("npuprof: cannot find a free output directory name under '" + parent + "'");

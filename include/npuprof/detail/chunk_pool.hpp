@@ -93,18 +93,6 @@ class chunk_pool {
     recycle_locked(c);
   }
 
-  /// Memory of all chunks in existence, of any size.
-  std::size_t allocated_bytes() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::size_t n = 0;
-    for (auto& [size, count] : count_by_size_) n += size * count;
-    return n;
-  }
-  std::size_t chunk_bytes() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return chunk_bytes_;
-  }
-
  private:
   void give_free(chunk* c) {
     c->reset(0);

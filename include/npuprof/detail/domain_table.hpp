@@ -99,9 +99,6 @@ class domain_table {
     return {names_.begin(), names_.end()};
   }
 
-  /// Domains that could not get an index because the table was full.
-  std::uint64_t overflowed() const { return overflowed_.load(std::memory_order_relaxed); }
-
  private:
   struct registered {
     domain_handle* handle;

@@ -255,13 +255,6 @@ class trace_view_writer {
   bool first_ = true;
 };
 
-/// The whole trace_view.json document, in memory.
-inline std::string render_trace_view(const trace_data& data) {
-  std::string out;
-  trace_view_writer(data).write([&](std::string_view piece) { out.append(piece); });
-  return out;
-}
-
 /// Writes trace_view.json to `path`, streaming.
 inline void write_trace_view(const trace_data& data, const std::string& path) {
   file_writer file(path);

@@ -133,28 +133,18 @@ inline void range_end(runtime_domain, range_id id, stream_t stream = nullptr) no
 ///     npuprof::scoped_range r2{npuprof::domain_by_name("comm"), "allreduce"};
 template <class D = default_domain>
 class scoped_range {
-  NPUPROF_DETAIL_CHECK_DOMAIN(D);
+  static_assert(std::is_same_v<D, runtime_domain> || is_domain_v<D>,
+                "npuprof: a domain is a type with a compile-time name, for example "
+                "`struct kernels { static constexpr const char* name = \"kernels\"; };`");
 
  public:
   explicit scoped_range(detail::message msg, stream_t stream = nullptr) noexcept {
     core_.begin(detail::handle_of<D>, msg, stream);
   }
-  NPUPROF_ALWAYS_INLINE ~scoped_range() { core_.end(); }
-
-  scoped_range(const scoped_range&) = delete;
-  scoped_range& operator=(const scoped_range&) = delete;
-  scoped_range(scoped_range&&) = delete;
-  scoped_range& operator=(scoped_range&&) = delete;
-
- private:
-  detail::scoped_core_for<D> core_;
-};
-
-/// A scoped range in a domain known at run time.
-template <>
-class scoped_range<runtime_domain> {
- public:
+  /// For a run-time domain: `npuprof::scoped_range r{domain, msg};`.
   scoped_range(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
+    static_assert(std::is_same_v<D, runtime_domain>,
+                  "npuprof: for a run-time domain write `npuprof::scoped_range r{domain, msg};`");
     core_.begin(d.handle(), msg, stream);
   }
   NPUPROF_ALWAYS_INLINE ~scoped_range() { core_.end(); }
@@ -165,7 +155,7 @@ class scoped_range<runtime_domain> {
   scoped_range& operator=(scoped_range&&) = delete;
 
  private:
-  detail::scoped_core_for<runtime_domain> core_;
+  detail::scoped_core_for<D> core_;
 };
 
 scoped_range(runtime_domain, detail::message)->scoped_range<runtime_domain>;

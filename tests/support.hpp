@@ -109,25 +109,26 @@ inline trace record(npuprof::config cfg, const std::function<void()>& body) {
 /// Checks that the X slices of every track nest strictly, in file order
 /// sorted by start (longer first on ties). Returns the number of slices seen.
 inline std::size_t check_nesting(const trace& t) {
-  std::map<std::uint64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> open;  // tid -> stack
-  std::map<std::uint64_t, std::pair<std::int64_t, std::int64_t>> last;
+  using track = std::pair<std::uint64_t, std::uint64_t>;  // pid, tid
+  std::map<track, std::vector<std::pair<std::int64_t, std::int64_t>>> open;
+  std::map<track, std::pair<std::int64_t, std::int64_t>> last;
   std::size_t n = 0;
   for (const json& e : t.events) {
     if (e["ph"] != "X") continue;
     ++n;
-    const std::uint64_t tid = e["tid"];
+    const track tid{e["pid"].get<std::uint64_t>(), e["tid"].get<std::uint64_t>()};
     const std::int64_t b = to_ns(e["ts"]);
     const std::int64_t end = b + to_ns(e["dur"]);
     auto it = last.find(tid);
     if (it != last.end()) {
       CHECK_MESSAGE((it->second.first < b || (it->second.first == b && it->second.second >= end)),
-                    "slices of tid " << tid << " are not sorted by start, longer first");
+                    "slices of tid " << tid.second << " are not sorted by start, longer first");
     }
     last[tid] = {b, end};
     auto& stack = open[tid];
     while (!stack.empty() && stack.back().second <= b) stack.pop_back();
     CHECK_MESSAGE((stack.empty() || stack.back().second >= end),
-                  "slice '" << e["name"] << "' on tid " << tid << " overlaps its parent without nesting");
+                  "slice '" << e["name"] << "' on tid " << tid.second << " overlaps its parent without nesting");
     stack.push_back({b, end});
   }
   return n;

@@ -2,6 +2,8 @@
 // the environment, with the key names users of torch_npu's profiler know.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -36,6 +38,17 @@ struct config {
   std::size_t chunk_size_kb = 16;
   /// `flush_interval_ms`: how often the session collects full chunks.
   unsigned flush_interval_ms = 10;
+  /// `backend`: "auto" (the Ascend runtime when one is found, else host
+  /// only), "acl" (the Ascend runtime; says so when it falls back) or "host".
+  std::string backend = "auto";
+  /// `acl_library`: the Ascend runtime to load (default: NPUPROF_ACL_LIBRARY,
+  /// else $ASCEND_HOME_PATH/lib64/libascendcl.so, else the loader's search).
+  std::string acl_library;
+  /// `device_events_per_stream`: device events pooled per stream; a marker
+  /// finding its stream's pool empty records host-only and is counted.
+  std::uint32_t device_events_per_stream = 256;
+  /// `device_wait_ms`: how long stop() waits for device events in flight.
+  unsigned device_wait_ms = 3000;
 
   /// Where the values came from ("defaults", a file, the environment).
   std::string source = "defaults";
@@ -100,7 +113,8 @@ inline std::size_t edit_distance(std::string_view a, std::string_view b) {
 inline const std::vector<std::string_view>& known_config_keys() {
   static const std::vector<std::string_view> keys = {
       "mstx", "msprof_tx", "mstx_domain_include", "mstx_domain_exclude", "output_dir",
-      "worker_name", "buffer_size_kb", "chunk_size_kb", "flush_interval_ms"};
+      "worker_name", "buffer_size_kb", "chunk_size_kb", "flush_interval_ms", "backend", "acl_library",
+      "device_events_per_stream", "device_wait_ms"};
   return keys;
 }
 
@@ -205,9 +219,16 @@ inline config config::from_json(std::string_view text, const std::string& source
       cfg.domain_include = detail::json_string_list(source, key, v);
     } else if (key == "mstx_domain_exclude") {
       cfg.domain_exclude = detail::json_string_list(source, key, v);
-    } else if (key == "output_dir" || key == "worker_name") {
+    } else if (key == "output_dir" || key == "worker_name" || key == "backend" || key == "acl_library") {
       if (!v.is_string()) detail::key_error(source, key, "expected a string, got " + detail::json_type_name(v));
-      (key == "output_dir" ? cfg.output_dir : cfg.worker_name) = v.get<std::string>();
+      (key == "output_dir"    ? cfg.output_dir
+       : key == "worker_name" ? cfg.worker_name
+       : key == "backend"     ? cfg.backend
+                              : cfg.acl_library) = v.get<std::string>();
+    } else if (key == "device_events_per_stream") {
+      cfg.device_events_per_stream = detail::json_unsigned<std::uint32_t>(source, key, v);
+    } else if (key == "device_wait_ms") {
+      cfg.device_wait_ms = detail::json_unsigned<unsigned>(source, key, v);
     } else if (key == "buffer_size_kb") {
       cfg.buffer_size_kb = detail::json_unsigned<std::size_t>(source, key, v);
     } else if (key == "chunk_size_kb") {
@@ -245,6 +266,7 @@ inline void config::apply_env() {
   if (const char* v = env("NPUPROF_DOMAIN_EXCLUDE")) domain_exclude = detail::split_list(v);
   if (const char* v = env("NPUPROF_OUTPUT_DIR")) output_dir = v;
   if (const char* v = env("NPUPROF_WORKER_NAME")) worker_name = v;
+  if (const char* v = env("NPUPROF_BACKEND")) backend = v;
   auto number = [&](const char* name, std::size_t& out) {
     if (const char* v = env(name)) {
       char* end = nullptr;
@@ -261,6 +283,12 @@ inline void config::apply_env() {
   std::size_t flush = flush_interval_ms;
   number("NPUPROF_FLUSH_INTERVAL_MS", flush);
   flush_interval_ms = static_cast<unsigned>(flush);
+  std::size_t events = device_events_per_stream;
+  number("NPUPROF_DEVICE_EVENTS_PER_STREAM", events);
+  device_events_per_stream = static_cast<std::uint32_t>(std::min<std::size_t>(events, std::size_t{1} << 30));
+  std::size_t wait = device_wait_ms;
+  number("NPUPROF_DEVICE_WAIT_MS", wait);
+  device_wait_ms = static_cast<unsigned>(std::min<std::size_t>(wait, 1u << 30));
 }
 
 inline config config::from_env() {
@@ -293,6 +321,15 @@ inline void config::validate() const {
   if (flush_interval_ms < 1 || flush_interval_ms > 60'000) {
     bad("flush_interval_ms", "must be between 1 and 60000, got " + std::to_string(flush_interval_ms));
   }
+  if (backend != "auto" && backend != "acl" && backend != "host") {
+    bad("backend", "must be \"auto\", \"acl\" or \"host\", got \"" + backend + "\"");
+  }
+  if (device_events_per_stream < 2 || device_events_per_stream > 65536) {
+    bad("device_events_per_stream", "must be between 2 and 65536, got " + std::to_string(device_events_per_stream));
+  }
+  if (device_wait_ms > 600'000) {
+    bad("device_wait_ms", "must be at most 600000, got " + std::to_string(device_wait_ms));
+  }
 }
 
 inline nlohmann::json config::to_json() const {
@@ -304,6 +341,10 @@ inline nlohmann::json config::to_json() const {
           {"buffer_size_kb", buffer_size_kb},
           {"chunk_size_kb", chunk_size_kb},
           {"flush_interval_ms", flush_interval_ms},
+          {"backend", backend},
+          {"acl_library", acl_library},
+          {"device_events_per_stream", device_events_per_stream},
+          {"device_wait_ms", device_wait_ms},
           {"source", source}};
 }
 

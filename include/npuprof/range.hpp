@@ -34,6 +34,7 @@ class scoped_core {
     if (m.is_registered()) {
       tag_ = make_tag(kind::complete, s - 1u, m.id());
       first_ = raw_ticks();
+      if (stream != nullptr) device_ = record_device_event(stream);
       return;
     }
     begin_copied(s - 1u, m);
@@ -41,11 +42,12 @@ class scoped_core {
 
   NPUPROF_ALWAYS_INLINE void end() noexcept {
     if (tag_ == 0) return;
-    const std::uint64_t now = raw_ticks();
-    if (tag_kind(tag_) == kind::complete) {
-      write3(first_, tag_, now, stream_);
+    if (tag_kind(tag_) != kind::complete) {
+      write_end(second_, stream_);
+    } else if (stream_ == nullptr) {
+      write3(first_, tag_, raw_ticks());
     } else {
-      write3(now, tag_, second_, stream_);
+      write_complete_on_stream(first_, tag_, stream_, device_);
     }
   }
 
@@ -63,6 +65,7 @@ class scoped_core {
   std::uint64_t first_ = 0;   // begin ticks (complete records)
   std::uint64_t second_ = 0;  // range id (copied messages)
   stream_t stream_ = nullptr;
+  device_seqs device_;        // device event of the begin (complete records on a stream)
 };
 
 struct no_core {

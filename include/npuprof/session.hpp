@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "backend/backend.hpp"
 #include "buffer.hpp"
 #include "clock.hpp"
 #include "config.hpp"
@@ -106,6 +107,9 @@ class session {
   std::atomic<bool> running_{false};
   clock_point start_point_{};
   std::int64_t wall_start_ = 0;
+  detail::acl_backend* device_ = nullptr;  // null: host only
+  nlohmann::json backend_note_;
+  detail::device_times device_times_;
   std::shared_ptr<trace_data> data_ = std::make_shared<trace_data>();
   std::filesystem::path output_;
   std::string trace_id_;
@@ -157,6 +161,13 @@ inline void session::start() {
   wall_start_ = wall_ns() - (steady_ns() - start_point_.steady);
 
   st.domains.set_filter({cfg_.mstx, cfg_.domain_include, cfg_.domain_exclude});
+  detail::backend_choice backend = detail::choose_backend(cfg_);
+  device_ = backend.device;
+  backend_note_ = std::move(backend.note);
+  if (device_ != nullptr) {
+    device_->begin_session(cfg_.device_events_per_stream);
+    st.device.store(device_, std::memory_order_release);
+  }
   st.active.store(this, std::memory_order_release);
   running_.store(true, std::memory_order_release);
   st.domains.set_recording(true);
@@ -184,6 +195,11 @@ inline void session::halt() {
   wake_.notify_all();
   if (drainer_.joinable()) drainer_.join();
   std::lock_guard<std::recursive_mutex> lock(st.control);
+  if (device_ != nullptr) {
+    // Ranges that began recorded still end on the device: stop after them.
+    st.device.store(nullptr, std::memory_order_release);
+    device_times_ = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
+  }
   drain_full_chunks();
   collect_live_chunks();
   drain_full_chunks();  // chunks handed over while we looked
@@ -244,6 +260,7 @@ inline void session::drain_loop() {
       std::lock_guard<std::recursive_mutex> control(detail::state().control);
       drain_full_chunks();
       detail::state().pool.top_up();
+      if (device_ != nullptr) device_->resolve();
     }
     lock.lock();
   }
@@ -312,7 +329,14 @@ inline std::shared_ptr<trace_data> session::collect(clock_point end) {
   std::size_t words = 0;
   for (const detail::segment& s : segments_) words += static_cast<std::size_t>(s.to - s.from);
   d->events.reserve(words / 3);  // no record is smaller than 2 words; most are 3
-  detail::decoder dec(*d, start_point_.ticks);
+  if (device_ != nullptr) {
+    d->backend = device_->describe();
+    d->device_id = device_->device();
+    d->device_simulated = device_->simulated();
+  } else {
+    d->backend = backend_note_;
+  }
+  detail::decoder dec(*d, start_point_.ticks, device_ != nullptr ? &device_times_ : nullptr);
   for (const detail::segment& s : segments_) dec.add(s);
   dec.finish(end.ticks);
 
@@ -322,6 +346,7 @@ inline std::shared_ptr<trace_data> session::collect(clock_point end) {
   d->counts.truncated_messages = st.stats.truncated_messages.exchange(0);
   d->counts.null_messages = st.stats.null_messages.exchange(0);
   d->counts.rejected_domain_names = st.stats.rejected_domain_names.load();
+  device_times_ = detail::device_times();
   return d;
 }
 

@@ -34,6 +34,17 @@ struct trace_event {
   } value{0};
 };
 
+/// Where a stream-tied host event ran on the device: a slice between the
+/// device events recorded at the range's begin and end, or an instant for a
+/// mark. Times are steady_clock nanoseconds, mapped from the device clock.
+struct device_event {
+  std::size_t host = 0;       // index of the host event in trace_data::events
+  std::uint64_t stream = 0;
+  std::int64_t ts = 0;
+  std::int64_t dur = 0;
+  bool instant = false;
+};
+
 /// Problems met while recording and decoding. Nothing is lost silently:
 /// every event that is not in the trace is counted here.
 struct trace_counts {
@@ -46,10 +57,12 @@ struct trace_counts {
   std::uint64_t corrupt_records = 0;
   std::uint64_t rejected_domain_names = 0;            // invalid names given to mstxDomainCreateA
   std::uint64_t buffer_bytes = 0;                     // bytes the records took in the buffers
+  std::uint64_t device_unresolved = 0;                // device events whose time could not be read
 };
 
 struct trace_data {
   std::vector<trace_event> events;
+  std::vector<device_event> device_events;  // sorted by nothing in particular
   std::vector<std::string> strings;   // event names, deduplicated
   std::vector<std::string> domains;   // by index
   std::unordered_map<std::uint32_t, std::string> thread_names;
@@ -64,6 +77,11 @@ struct trace_data {
   std::string process_name;
   std::string hostname;
   nlohmann::json config;
+  /// The backend that ran: name, device, library, whether it is simulated,
+  /// device event counts; written to the metadata.
+  nlohmann::json backend = {{"name", "host"}};
+  std::int32_t device_id = 0;
+  bool device_simulated = false;
 
   std::string_view name_of(const trace_event& e) const { return strings[e.name]; }
   std::string_view domain_of(const trace_event& e) const {

@@ -11,6 +11,8 @@
 
 #include "../trace_data.hpp"
 #include "chunk.hpp"
+#include "device_hook.hpp"
+#include "device_times.hpp"
 #include "record.hpp"
 #include "state.hpp"
 
@@ -27,7 +29,8 @@ struct segment {
 
 class decoder {
  public:
-  decoder(trace_data& out, std::uint64_t start_ticks) : out_(out), start_ticks_(start_ticks) {
+  decoder(trace_data& out, std::uint64_t start_ticks, const device_times* device = nullptr)
+      : out_(out), start_ticks_(start_ticks), device_(device) {
     out_.strings.emplace_back();  // index 0: ""
     string_index_.emplace("", 0);
   }
@@ -58,6 +61,11 @@ class decoder {
       ev.dur = out_.clock.to_ns(e.ticks) - ev.ts;
       if (ev.dur < 0) ev.dur = 0;
       ev.end_tid = e.tid;
+      auto dev = open_device_.find(e.id);
+      if (dev != open_device_.end()) {
+        add_device_slice(it->second, dev->second.stream, dev->second.seq, e.stream, e.device_seq);
+        open_device_.erase(dev);
+      }
       open_.erase(it);
     }
     for (auto& [id, index] : open_) {
@@ -68,6 +76,7 @@ class decoder {
       ++out_.counts.open_ranges;
     }
     open_.clear();
+    open_device_.clear();
     ends_.clear();
   }
 
@@ -76,14 +85,40 @@ class decoder {
     std::uint64_t id;
     std::uint64_t ticks;
     std::uint32_t tid;
+    std::uint64_t stream;
+    std::uint64_t device_seq;
   };
+
+  struct device_ref {
+    std::uint64_t stream;
+    std::uint64_t seq;
+  };
+
+  /// The device time of event `seq` on `stream`; counts events that were
+  /// recorded but never resolved.
+  bool device_time(std::uint64_t stream, std::uint64_t seq, std::int64_t& out) {
+    if (seq == no_device_event || device_ == nullptr) return false;  // dropped: counted by the backend
+    if (device_->host_ns(stream, seq, out)) return true;
+    ++out_.counts.device_unresolved;
+    return false;
+  }
+
+  void add_device_slice(std::size_t host, std::uint64_t stream, std::uint64_t begin, std::uint64_t end_stream,
+                        std::uint64_t end) {
+    std::int64_t b = 0, e = 0;
+    const bool have_b = device_time(stream, begin, b);
+    const bool have_e = device_time(end_stream, end, e);
+    if (!have_b || !have_e) return;
+    out_.device_events.push_back({host, stream, b, e > b ? e - b : 0, false});
+  }
 
   /// Words of the record at p, or 0 when it is not a valid record.
   static std::size_t record_words(const std::uint64_t* p, const std::uint64_t* to) {
     if (to - p < 2) return 0;
     const kind k = tag_kind(p[1]);
     if (k < kind::complete || k > kind::counter_copy) return 0;
-    std::size_t n = fixed_words(k) + (tag_has_stream(p[1]) ? 1 : 0);
+    if (tag_has_device(p[1]) && !tag_has_stream(p[1])) return 0;
+    std::size_t n = fixed_words(k) + stream_words(p[1]);
     if (has_copied_bytes(k)) {
       const std::uint64_t len = tag_payload(p[1]);
       if (len > max_message) return 0;
@@ -127,13 +162,17 @@ class decoder {
     const std::uint64_t tag = p[1];
     const kind k = tag_kind(tag);
     const std::uint64_t payload = tag_payload(tag);
-    const std::uint64_t* bytes = p + fixed_words(k) + (tag_has_stream(tag) ? 1 : 0);
+    const std::size_t fixed = fixed_words(k);
+    const std::uint64_t* bytes = p + fixed + stream_words(tag);
+    const bool device = tag_has_device(tag);
+    const std::uint64_t stream = tag_has_stream(tag) ? p[fixed] : 0;
     switch (k) {
       case kind::complete: {
         trace_event& e = push(trace_event::type::slice, p, tid);
         e.name = registered(payload);
         e.dur = out_.clock.to_ns(p[2]) - e.ts;
         if (e.dur < 0) e.dur = 0;
+        if (device) add_device_slice(out_.events.size() - 1, stream, p[fixed + 1], stream, p[fixed + 2]);
         break;
       }
       case kind::begin_ref:
@@ -142,15 +181,20 @@ class decoder {
         e.name = k == kind::begin_ref ? registered(payload) : copied(bytes, payload);
         e.id_matched = true;
         open_[p[2]] = out_.events.size() - 1;
+        if (device) open_device_[p[2]] = {stream, p[fixed + 1]};
         break;
       }
       case kind::end:
-        ends_.push_back({p[2], p[0], tid});
+        ends_.push_back({p[2], p[0], tid, stream, device ? p[fixed + 1] : no_device_event});
         break;
       case kind::mark_ref:
       case kind::mark_copy: {
         trace_event& e = push(trace_event::type::instant, p, tid);
         e.name = k == kind::mark_ref ? registered(payload) : copied(bytes, payload);
+        std::int64_t at = 0;
+        if (device && device_time(stream, p[fixed + 1], at)) {
+          out_.device_events.push_back({out_.events.size() - 1, stream, at, 0, true});
+        }
         break;
       }
       case kind::counter_ref:
@@ -173,6 +217,8 @@ class decoder {
   std::unordered_map<std::string, std::uint32_t> string_index_;
   std::unordered_map<std::uint64_t, std::uint32_t> registered_index_;
   std::unordered_map<std::uint64_t, std::size_t> open_;
+  std::unordered_map<std::uint64_t, device_ref> open_device_;  // range id → device event of its begin
+  const device_times* device_;
   std::vector<pending_end> ends_;
 };
 

@@ -4,11 +4,14 @@
 //
 //   tag bits 63..60  kind
 //   tag bit  59      a stream word follows the fixed part
-//   tag bits 58..48  domain index
+//   tag bit  58      device words follow the stream word
+//   tag bits 57..48  domain index
 //   tag bits 47..0   payload: a registered string id, or a copied length
 //
-// then kind-specific words, the optional stream word, and for copied strings
-// the bytes, padded to whole words. A scoped range with a registered string is
+// then kind-specific words, the optional stream word, the optional device
+// words (the sequence numbers of device events on that stream: two for a
+// complete range, begin and end, else one), and for copied strings the bytes,
+// padded to whole words. A scoped range with a registered string is
 // one 3-word record written at its end; everything else is written when it
 // happens.
 #pragma once
@@ -34,8 +37,9 @@ inline constexpr std::uint64_t counter_is_double = 1;
 
 inline constexpr int kind_shift = 60;
 inline constexpr std::uint64_t stream_bit = std::uint64_t{1} << 59;
+inline constexpr std::uint64_t device_bit = std::uint64_t{1} << 58;
 inline constexpr int domain_shift = 48;
-inline constexpr std::uint64_t domain_mask = 0x7FF;
+inline constexpr std::uint64_t domain_mask = 0x3FF;
 inline constexpr std::uint64_t payload_mask = (std::uint64_t{1} << 48) - 1;
 
 /// Largest domain index a tag can hold; index 0 is the default domain.
@@ -63,6 +67,9 @@ constexpr std::size_t fixed_words(kind k) noexcept {
   return 2;
 }
 
+/// Device words of a record that has them.
+constexpr std::size_t device_words(kind k) noexcept { return k == kind::complete ? 2 : 1; }
+
 constexpr bool has_copied_bytes(kind k) noexcept {
   return k == kind::begin_copy || k == kind::mark_copy || k == kind::counter_copy;
 }
@@ -79,10 +86,18 @@ constexpr std::uint32_t tag_domain(std::uint64_t tag) noexcept {
 }
 constexpr std::uint64_t tag_payload(std::uint64_t tag) noexcept { return tag & payload_mask; }
 constexpr bool tag_has_stream(std::uint64_t tag) noexcept { return (tag & stream_bit) != 0; }
+constexpr bool tag_has_device(std::uint64_t tag) noexcept { return (tag & device_bit) != 0; }
+
+/// Words between the fixed part and the copied bytes: stream and device words.
+constexpr std::size_t stream_words(std::uint64_t tag) noexcept {
+  if (!tag_has_stream(tag)) return 0;
+  return 1 + (tag_has_device(tag) ? device_words(tag_kind(tag)) : 0);
+}
 
 constexpr std::size_t words_for_bytes(std::size_t n) noexcept { return (n + 7) / 8; }
 
-/// Longest record: the biggest fixed part, a stream word and a full message.
-inline constexpr std::size_t max_record_words = 4 + 1 + words_for_bytes(max_message);
+/// Longest record: the biggest fixed part, stream and device words and a full
+/// message.
+inline constexpr std::size_t max_record_words = 4 + 3 + words_for_bytes(max_message);
 
 }  // namespace npuprof::detail

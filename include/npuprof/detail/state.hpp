@@ -9,6 +9,7 @@
 
 #include "../clock.hpp"
 #include "chunk_pool.hpp"
+#include "device_hook.hpp"
 #include "domain_table.hpp"
 #include "platform.hpp"
 #include "string_table.hpp"
@@ -64,6 +65,8 @@ struct process_state {
   /// Serialises session start, stop, dumps and drains.
   std::recursive_mutex control;
   std::atomic<session*> active{nullptr};
+  /// The device backend of the running session; null when host only.
+  std::atomic<device_recorder*> device{nullptr};
   bool exit_hook_installed = false;
 };
 

@@ -1,5 +1,9 @@
 // Record writers: one function per record shape, each a reserve, a few stores
 // and a commit. Every function returns false when the event was dropped.
+//
+// Host-only records take the inline paths. A record tied to a stream goes
+// through write_general: it also asks the device backend (if one runs) for a
+// device event on the stream and stores its sequence number.
 #pragma once
 
 #include <cstdint>
@@ -8,55 +12,72 @@
 #include "../buffer.hpp"
 #include "../clock.hpp"
 #include "../stream.hpp"
+#include "device_hook.hpp"
 #include "message.hpp"
 #include "record.hpp"
+#include "state.hpp"
 
 namespace npuprof::detail {
 
-/// A record of three words (optionally plus a stream word): complete ranges,
-/// registered begins and ends.
-NPUPROF_ALWAYS_INLINE bool write3(std::uint64_t w0, std::uint64_t tag, std::uint64_t w2,
-                                  stream_t stream) noexcept {
-  const std::size_t n = stream != nullptr ? 4 : 3;
-  std::uint64_t* p = reserve(n);
+/// Device events of one record: none (no device backend), or one per
+/// device word of its kind.
+struct device_seqs {
+  std::uint64_t seq[2] = {no_device_event, no_device_event};
+  std::size_t count = 0;
+};
+
+/// Records a device event on `stream` when a device backend runs.
+inline device_seqs record_device_event(stream_t stream) noexcept {
+  device_seqs d;
+  if (device_recorder* r = state().device.load(std::memory_order_acquire)) {
+    d.seq[0] = r->record(stream);
+    d.count = 1;
+  }
+  return d;
+}
+
+/// A three-word host-only record: complete ranges, registered begins and ends.
+NPUPROF_ALWAYS_INLINE bool write3(std::uint64_t w0, std::uint64_t tag, std::uint64_t w2) noexcept {
+  std::uint64_t* p = reserve(3);
   if (NPUPROF_UNLIKELY(p == nullptr)) return false;
   p[0] = w0;
-  p[2] = w2;
-  if (stream != nullptr) {
-    tag |= stream_bit;
-    p[3] = reinterpret_cast<std::uintptr_t>(stream);
-  }
   p[1] = tag;
-  commit(p + n);
+  p[2] = w2;
+  commit(p + 3);
   return true;
 }
 
-/// A two-word mark with a registered string.
-NPUPROF_ALWAYS_INLINE bool write2(std::uint64_t ts, std::uint64_t tag, stream_t stream) noexcept {
-  const std::size_t n = stream != nullptr ? 3 : 2;
-  std::uint64_t* p = reserve(n);
+/// A two-word host-only mark with a registered string.
+NPUPROF_ALWAYS_INLINE bool write2(std::uint64_t ts, std::uint64_t tag) noexcept {
+  std::uint64_t* p = reserve(2);
   if (NPUPROF_UNLIKELY(p == nullptr)) return false;
   p[0] = ts;
-  if (stream != nullptr) {
-    tag |= stream_bit;
-    p[2] = reinterpret_cast<std::uintptr_t>(stream);
-  }
   p[1] = tag;
-  commit(p + n);
+  commit(p + 2);
   return true;
 }
 
-/// Any record: `fixed` words from `head` (head[0] is the timestamp slot,
-/// head[1] the tag), then the stream word, then `len` copied bytes.
-inline bool write_general(std::uint64_t* head, std::size_t fixed, stream_t stream, const char* bytes,
-                          std::size_t len) noexcept {
-  const std::size_t extra = stream != nullptr ? 1 : 0;
+/// Any record: `fixed` words from `head` (head[0] is the timestamp, head[1]
+/// the tag), then the stream word and device words, then `len` copied bytes.
+inline bool write_general(std::uint64_t* head, std::size_t fixed, stream_t stream, const device_seqs& dev,
+                          const char* bytes, std::size_t len) noexcept {
+  std::size_t extra = 0;
+  if (stream != nullptr) {
+    head[1] |= stream_bit;
+    extra = 1;
+    if (dev.count != 0) {
+      head[1] |= device_bit;
+      extra += device_words(tag_kind(head[1]));
+    }
+  }
   const std::size_t n = fixed + extra + words_for_bytes(len);
   std::uint64_t* p = reserve(n);
   if (NPUPROF_UNLIKELY(p == nullptr)) return false;
-  if (stream != nullptr) head[1] |= stream_bit;
   std::memcpy(p, head, fixed * sizeof(std::uint64_t));
-  if (stream != nullptr) p[fixed] = reinterpret_cast<std::uintptr_t>(stream);
+  if (extra != 0) {
+    p[fixed] = reinterpret_cast<std::uintptr_t>(stream);
+    for (std::size_t i = 1; i < extra; ++i) p[fixed + i] = dev.seq[i - 1];
+  }
   if (len != 0) {
     p[n - 1] = 0;  // padding bytes stay deterministic
     std::memcpy(p + fixed + extra, bytes, len);
@@ -65,38 +86,71 @@ inline bool write_general(std::uint64_t* head, std::size_t fixed, stream_t strea
   return true;
 }
 
-/// A mark of domain `index`: registered or copied.
+/// A mark of domain `index`: registered or copied. On a stream, the device
+/// event follows the host timestamp.
 inline bool write_mark(std::uint32_t index, const message& m, stream_t stream) noexcept {
-  if (m.is_registered()) return write2(raw_ticks(), make_tag(kind::mark_ref, index, m.id()), stream);
+  const std::uint64_t ts = raw_ticks();
+  if (stream == nullptr && m.is_registered()) return write2(ts, make_tag(kind::mark_ref, index, m.id()));
+  const device_seqs dev = stream != nullptr ? record_device_event(stream) : device_seqs{};
+  if (m.is_registered()) {
+    std::uint64_t head[2] = {ts, make_tag(kind::mark_ref, index, m.id())};
+    return write_general(head, 2, stream, dev, nullptr, 0);
+  }
   const std::size_t len = m.copy_length();
-  std::uint64_t head[2] = {raw_ticks(), make_tag(kind::mark_copy, index, len)};
-  return write_general(head, 2, stream, m.text(), len);
+  std::uint64_t head[2] = {ts, make_tag(kind::mark_copy, index, len)};
+  return write_general(head, 2, stream, dev, m.text(), len);
 }
 
 /// The begin of an id-matched range.
 inline bool write_begin(std::uint32_t index, const message& m, std::uint64_t id, stream_t stream) noexcept {
-  if (m.is_registered()) return write3(raw_ticks(), make_tag(kind::begin_ref, index, m.id()), id, stream);
+  const std::uint64_t ts = raw_ticks();
+  if (stream == nullptr && m.is_registered()) return write3(ts, make_tag(kind::begin_ref, index, m.id()), id);
+  const device_seqs dev = stream != nullptr ? record_device_event(stream) : device_seqs{};
+  if (m.is_registered()) {
+    std::uint64_t head[3] = {ts, make_tag(kind::begin_ref, index, m.id()), id};
+    return write_general(head, 3, stream, dev, nullptr, 0);
+  }
   const std::size_t len = m.copy_length();
-  std::uint64_t head[3] = {0, make_tag(kind::begin_copy, index, len), id};
-  head[0] = raw_ticks();
-  return write_general(head, 3, stream, m.text(), len);
+  std::uint64_t head[3] = {ts, make_tag(kind::begin_copy, index, len), id};
+  return write_general(head, 3, stream, dev, m.text(), len);
 }
 
-/// The end of an id-matched range; the begin carries the domain.
+/// The end of an id-matched range; the begin carries the domain. On a
+/// stream, the device event comes before the host timestamp, so that the host
+/// range encloses the device one's recording.
 inline bool write_end(std::uint64_t id, stream_t stream) noexcept {
-  return write3(raw_ticks(), make_tag(kind::end, 0, 0), id, stream);
+  if (stream == nullptr) return write3(raw_ticks(), make_tag(kind::end, 0, 0), id);
+  const device_seqs dev = record_device_event(stream);
+  std::uint64_t head[3] = {raw_ticks(), make_tag(kind::end, 0, 0), id};
+  return write_general(head, 3, stream, dev, nullptr, 0);
+}
+
+/// The one record of a scoped range with a registered string that was tied
+/// to a stream: `begin_device` is what record_device_event gave at its begin.
+inline bool write_complete_on_stream(std::uint64_t first, std::uint64_t tag, stream_t stream,
+                                     const device_seqs& begin_device) noexcept {
+  device_seqs dev = begin_device;
+  if (device_recorder* r = state().device.load(std::memory_order_acquire)) {
+    dev.seq[1] = r->record(stream);
+    dev.count = 2;
+  } else if (dev.count != 0) {
+    dev.count = 2;  // the backend went away: keep the begin, the end is missing
+  }
+  std::uint64_t head[3] = {first, tag, raw_ticks()};
+  return write_general(head, 3, stream, dev, nullptr, 0);
 }
 
 /// One sample of a counter.
 inline bool write_counter(std::uint32_t index, const message& name, std::uint64_t value_bits,
                           std::uint64_t flags) noexcept {
+  const device_seqs none;
   if (name.is_registered()) {
     std::uint64_t head[4] = {raw_ticks(), make_tag(kind::counter_ref, index, name.id()), value_bits, flags};
-    return write_general(head, 4, nullptr, nullptr, 0);
+    return write_general(head, 4, nullptr, none, nullptr, 0);
   }
   const std::size_t len = name.copy_length();
   std::uint64_t head[4] = {raw_ticks(), make_tag(kind::counter_copy, index, len), value_bits, flags};
-  return write_general(head, 4, nullptr, name.text(), len);
+  return write_general(head, 4, nullptr, none, name.text(), len);
 }
 
 }  // namespace npuprof::detail

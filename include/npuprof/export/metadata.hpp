@@ -21,7 +21,7 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
       {"hostname", d.hostname},
       {"pid", d.pid},
       {"process_name", d.process_name},
-      {"backend", "host"},
+      {"backend", d.backend},
       {"config", d.config},
       {"clock",
        {{"source", raw_clock_name},
@@ -42,7 +42,9 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
         {"open_ranges", d.counts.open_ranges},
         {"corrupt_records", d.counts.corrupt_records},
         {"buffer_bytes", d.counts.buffer_bytes},
-        {"rejected_domain_names", d.counts.rejected_domain_names}}},
+        {"rejected_domain_names", d.counts.rejected_domain_names},
+        {"device_unresolved", d.counts.device_unresolved},
+        {"device_events", d.device_events.size()}}},
   };
 }
 

@@ -26,6 +26,13 @@ namespace npuprof::detail {
 /// Linux thread id.
 inline constexpr std::uint32_t lane_tid_base = 0x40000000;
 
+/// The device's process track: this plus the device id, above any Linux pid.
+inline constexpr std::uint32_t device_pid_base = 0x40000000;
+
+/// Device slices of one stream that overlap without nesting (ranges ended
+/// from several threads) go to extra tracks: stream track + this × n.
+inline constexpr std::uint32_t device_overlap_tid_step = 0x10000;
+
 inline void append_us(fmt::memory_buffer& out, std::int64_t ns) {
   if (ns < 0) ns = 0;
   const fmt::format_int us(ns / 1000);
@@ -49,15 +56,24 @@ class trace_view_writer {
   template <class Sink>
   void write(Sink&& sink, std::size_t chunk = 1 << 20) {
     assign_tracks();
+    assign_device_tracks();
     fmt::memory_buffer out;
     out.push_back('[');
     write_metadata(out);
-    for (std::size_t i : sorted_events()) {
-      write_event(out, data_.events[i], track_[i]);
+    write_device_metadata(out);
+    auto flush = [&] {
       if (out.size() >= chunk) {
         sink(std::string_view(out.data(), out.size()));
         out.clear();
       }
+    };
+    for (std::size_t i : sorted_events()) {
+      write_event(out, data_.events[i], track_[i]);
+      flush();
+    }
+    for (std::size_t i : sorted_device_events()) {
+      write_device_event(out, i);
+      flush();
     }
     out.append(std::string_view("\n]\n"));
     sink(std::string_view(out.data(), out.size()));
@@ -248,7 +264,128 @@ class trace_view_writer {
     out.append(std::string_view("}}"));
   }
 
+  // Device tracks: one per stream, numbered in order of the streams' first
+  // device event; overlapping slices of a stream move to extra tracks.
+  void assign_device_tracks() {
+    const auto& dev = data_.device_events;
+    device_track_.assign(dev.size(), 0);
+    std::vector<std::size_t> order(dev.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (dev[a].ts != dev[b].ts) return dev[a].ts < dev[b].ts;
+      return dev[a].dur > dev[b].dur;
+    });
+    std::map<std::uint64_t, std::vector<std::vector<span>>> lanes;  // stream → lanes of open slices
+    for (std::size_t i : order) {
+      const device_event& e = dev[i];
+      auto found = std::find(streams_.begin(), streams_.end(), e.stream);
+      const auto index = static_cast<std::uint32_t>(found - streams_.begin());
+      if (found == streams_.end()) streams_.push_back(e.stream);
+      auto& stream_lanes = lanes[e.stream];
+      const span sp{e.ts, e.ts + e.dur, i};
+      std::size_t lane = 0;
+      for (; lane < stream_lanes.size(); ++lane) {
+        auto& stack = stream_lanes[lane];
+        while (!stack.empty() && stack.back().end <= sp.begin) stack.pop_back();
+        if (stack.empty() || stack.back().end >= sp.end) break;
+      }
+      if (lane == stream_lanes.size()) stream_lanes.emplace_back();
+      if (!e.instant) stream_lanes[lane].push_back(sp);
+      device_track_[i] = index + 1 + static_cast<std::uint32_t>(lane) * device_overlap_tid_step;
+      lanes_used_[index + 1] = std::max<std::size_t>(lanes_used_[index + 1], lane + 1);
+    }
+  }
+
+  std::uint32_t device_pid() const { return device_pid_base + static_cast<std::uint32_t>(data_.device_id); }
+
+  std::string stream_name(std::size_t index) const {
+    auto it = data_.stream_names.find(streams_[index]);
+    if (it != data_.stream_names.end() && !it->second.empty()) return it->second;
+    return fmt::format("Stream {}", index + 1);
+  }
+
+  void write_device_metadata(fmt::memory_buffer& out) {
+    if (streams_.empty()) return;
+    const std::uint32_t pid = device_pid();
+    std::string process = fmt::format("NPU {}", data_.device_id);
+    if (data_.device_simulated) process += " (simulated)";
+    auto meta = [&](const char* what, std::uint32_t tid, bool with_tid, std::string_view key, std::string_view text,
+                    long number) {
+      fmt::format_to(std::back_inserter(out), R"(,{}{{"name":"{}","ph":"M","pid":{})", '\n', what, pid);
+      if (with_tid) fmt::format_to(std::back_inserter(out), R"(,"tid":{})", tid);
+      fmt::format_to(std::back_inserter(out), R"(,"args":{{"{}":)", key);
+      if (key == "name") {
+        append_json_string(out, text);
+      } else {
+        fmt::format_to(std::back_inserter(out), "{}", number);
+      }
+      out.append(std::string_view("}}"));
+    };
+    meta("process_name", 0, false, "name", process, 0);
+    meta("process_sort_index", 0, false, "sort_index", "", 1);
+    long index = 0;
+    for (std::size_t s = 0; s < streams_.size(); ++s) {
+      const std::string name = stream_name(s);
+      const auto base = static_cast<std::uint32_t>(s + 1);
+      for (std::size_t lane = 0; lane < lanes_used_[base]; ++lane) {
+        const std::uint32_t tid = base + static_cast<std::uint32_t>(lane) * device_overlap_tid_step;
+        meta("thread_name", tid, true, "name", lane == 0 ? name : fmt::format("{} (overlapping {})", name, lane + 1), 0);
+        meta("thread_sort_index", tid, true, "sort_index", "", index++);
+      }
+    }
+  }
+
+  std::vector<std::size_t> sorted_device_events() const {
+    const auto& dev = data_.device_events;
+    std::vector<std::size_t> order(dev.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      if (device_track_[a] != device_track_[b]) return device_track_[a] < device_track_[b];
+      if (dev[a].ts != dev[b].ts) return dev[a].ts < dev[b].ts;
+      return dev[a].dur > dev[b].dur;
+    });
+    return order;
+  }
+
+  // The device slice, and for ranges a flow from the host slice to it.
+  void write_device_event(fmt::memory_buffer& out, std::size_t i) {
+    const device_event& d = data_.device_events[i];
+    const trace_event& host = data_.events[d.host];
+    const std::string_view domain = data_.domain_of(host);
+    const std::uint32_t pid = device_pid();
+    out.append(std::string_view(",\n{\"name\":"));
+    append_json_string(out, data_.name_of(host));
+    out.append(std::string_view(d.instant ? R"(,"ph":"i","s":"t","ts":)" : R"(,"ph":"X","ts":)"));
+    append_us(out, d.ts);
+    if (!d.instant) {
+      out.append(std::string_view(",\"dur\":"));
+      append_us(out, d.dur);
+    }
+    fmt::format_to(std::back_inserter(out), R"(,"pid":{},"tid":{},"cat":)", pid, device_track_[i]);
+    append_json_string(out, domain);
+    out.append(std::string_view(",\"args\":{\"domain\":"));
+    append_json_string(out, domain);
+    fmt::format_to(std::back_inserter(out), R"(,"event_type":"{}","stream":"{:#x}","host_tid":{}}}}})",
+                   d.instant ? "marker" : "start/end", d.stream, host.tid);
+    if (d.instant) return;
+    const std::uint64_t id = ++flows_;
+    out.append(std::string_view(",\n{\"name\":\"MsTx\",\"cat\":\"MsTx\",\"ph\":\"s\",\"id\":"));
+    append_int(out, id);
+    out.append(std::string_view(",\"ts\":"));
+    append_us(out, host.ts);
+    fmt::format_to(std::back_inserter(out), R"(,"pid":{},"tid":{}}})", data_.pid, track_[d.host]);
+    out.append(std::string_view(",\n{\"name\":\"MsTx\",\"cat\":\"MsTx\",\"ph\":\"f\",\"bp\":\"e\",\"id\":"));
+    append_int(out, id);
+    out.append(std::string_view(",\"ts\":"));
+    append_us(out, d.ts);
+    fmt::format_to(std::back_inserter(out), R"(,"pid":{},"tid":{}}})", pid, device_track_[i]);
+  }
+
   const trace_data& data_;
+  std::vector<std::uint32_t> device_track_;
+  std::vector<std::uint64_t> streams_;  // by first device event
+  std::map<std::uint32_t, std::size_t> lanes_used_;
+  std::uint64_t flows_ = 0;
   std::vector<std::uint32_t> track_;
   std::vector<std::uint32_t> tids_;
   std::size_t lane_count_ = 0;

@@ -1,0 +1,53 @@
+// Choosing the backend at session start: `acl` when the Ascend runtime can
+// be loaded (or the config asks for it), else `host`.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "../config.hpp"
+#include "acl_backend.hpp"
+#include "acl_runtime.hpp"
+
+namespace npuprof::detail {
+
+/// The backend a session runs with: a device backend, or none (host only),
+/// and what the metadata says about the choice.
+struct backend_choice {
+  acl_backend* device = nullptr;
+  nlohmann::json note = {{"name", "host"}};
+};
+
+/// Whether the user pointed npuprof at a runtime (then a failure to load it
+/// is worth a message even in "auto" mode).
+inline bool runtime_named(const config& cfg) {
+  auto set = [](const char* v) { return v != nullptr && *v != '\0'; };
+  return !cfg.acl_library.empty() || set(std::getenv("NPUPROF_ACL_LIBRARY")) ||
+         set(std::getenv("ASCEND_HOME_PATH"));
+}
+
+inline backend_choice choose_backend(const config& cfg) {
+  backend_choice c;
+  if (cfg.backend == "host") return c;
+  std::string why;
+  acl_backend* b = acl_backend::open(cfg.acl_library, why);
+  if (b == nullptr) {
+    c.note["requested"] = cfg.backend;
+    c.note["fallback_reason"] = why;
+    if (cfg.backend == "acl" || runtime_named(cfg)) {
+      std::fprintf(stderr, "npuprof: device backend unavailable: %s; recording host-only\n", why.c_str());
+    }
+    return c;
+  }
+  if (b->simulated()) {
+    std::fprintf(stderr, "npuprof: device backend acl on a SIMULATED Ascend runtime (%s), device %d\n",
+                 b->library().c_str(), b->device());
+  }
+  c.device = b;
+  return c;
+}
+
+}  // namespace npuprof::detail

@@ -1,0 +1,125 @@
+// Per-stream pools of device events: taken by recording threads without
+// locks, given back by the resolver once the device has passed them.
+//
+// A pool is a ring of `capacity` events. Sequence numbers count the events
+// handed out on the stream; event `seq` lives in slot `seq % capacity`. A
+// thread takes the next number with a compare-and-swap (refused when all
+// slots are in flight: the pool is dry), records the slot's event on the
+// stream, then publishes that it did. The resolver walks the numbers in
+// order, reads each event's time once it has completed, and moves `resolved`
+// forward, which frees the slot for number `seq + capacity`.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <new>
+
+#include "../detail/device_hook.hpp"
+#include "acl_runtime.hpp"
+
+namespace npuprof::detail {
+
+class event_pool {
+ public:
+  enum class state : int { empty, creating, ready, failed };
+
+  struct slot {
+    void* event = nullptr;
+    // (seq + 1) << 1 once event `seq` was recorded, | 1 if recording failed.
+    std::atomic<std::uint64_t> recorded{0};
+  };
+
+  std::atomic<void*> stream{nullptr};  // the key; set once
+  std::atomic<state> status{state::empty};
+
+  /// Creates up to `wanted` events (fewer when the device runs out). Runs
+  /// once per stream, on the first thread that ties a marker to it.
+  void create(const acl_runtime& rt, std::uint32_t wanted) noexcept {
+    slots_.reset(new (std::nothrow) slot[wanted]);
+    std::uint32_t n = 0;
+    if (slots_ != nullptr) {
+      while (n < wanted && rt.create_event_with_flag(&slots_[n].event, acl_runtime::event_time_line) == 0) ++n;
+    }
+    capacity_ = n;
+    status.store(n != 0 ? state::ready : state::failed, std::memory_order_release);
+  }
+
+  /// Takes the next sequence number, or no_device_event when all events are
+  /// in flight.
+  std::uint64_t take() noexcept {
+    std::uint64_t seq = issued_.load(std::memory_order_relaxed);
+    do {
+      if (seq - resolved_.load(std::memory_order_acquire) >= capacity_) return no_device_event;
+    } while (!issued_.compare_exchange_weak(seq, seq + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
+    return seq;
+  }
+
+  void* event_of(std::uint64_t seq) const noexcept { return slots_[seq % capacity_].event; }
+
+  /// Publishes that event `seq` was recorded (or that recording failed).
+  void published(std::uint64_t seq, bool ok) noexcept {
+    slots_[seq % capacity_].recorded.store(((seq + 1) << 1) | (ok ? 0 : 1), std::memory_order_release);
+  }
+
+  // The resolver's side.
+
+  std::uint64_t resolved() const noexcept { return resolved_.load(std::memory_order_acquire); }
+  std::uint64_t issued() const noexcept { return issued_.load(std::memory_order_acquire); }
+  std::uint32_t capacity() const noexcept { return capacity_; }
+
+  /// Whether event `seq` was recorded yet; `failed` says whether recording failed.
+  bool is_published(std::uint64_t seq, bool& failed) const noexcept {
+    const std::uint64_t r = slots_[seq % capacity_].recorded.load(std::memory_order_acquire);
+    failed = (r & 1) != 0;
+    return (r >> 1) == seq + 1;
+  }
+
+  /// Frees the slot of the oldest event in flight.
+  void release_oldest() noexcept { resolved_.fetch_add(1, std::memory_order_acq_rel); }
+
+ private:
+  std::unique_ptr<slot[]> slots_;
+  std::uint32_t capacity_ = 0;
+  std::atomic<std::uint64_t> issued_{0};
+  std::atomic<std::uint64_t> resolved_{0};
+};
+
+/// The pools of all streams, found by stream handle without locks. A fixed
+/// table: when it is full, further streams are recorded host-only.
+class event_pools {
+ public:
+  static constexpr std::size_t max_streams = 256;
+
+  /// The pool of `stream`, claiming a free entry for a new stream; null when
+  /// the table is full.
+  event_pool* find_or_claim(void* stream) noexcept {
+    const std::size_t start = hash(stream);
+    for (std::size_t i = 0; i < max_streams; ++i) {
+      event_pool& p = pools_[(start + i) % max_streams];
+      void* key = p.stream.load(std::memory_order_acquire);
+      if (key == stream) return &p;
+      if (key == nullptr) {
+        if (p.stream.compare_exchange_strong(key, stream, std::memory_order_acq_rel)) return &p;
+        if (key == stream) return &p;
+      }
+    }
+    return nullptr;
+  }
+
+  template <class F>
+  void for_each_ready(F&& f) {
+    for (event_pool& p : pools_) {
+      if (p.status.load(std::memory_order_acquire) == event_pool::state::ready) f(p);
+    }
+  }
+
+ private:
+  static std::size_t hash(void* p) noexcept {
+    return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ULL >> 56);
+  }
+
+  event_pool pools_[max_streams];
+};
+
+}  // namespace npuprof::detail

@@ -1,0 +1,398 @@
+// Device streams on the simulated Ascend runtime: device slices per stream,
+// flows from host to device, clock mapping, pool exhaustion, failing calls
+// and fallback to host-only.
+#include "support.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <set>
+#include <thread>
+
+#include "simulated_acl.h"
+
+namespace {
+
+using test::json;
+
+struct kernels {
+  static constexpr const char* name = "kernels";
+};
+
+constexpr std::uint64_t device_pid = 0x40000000;  // device 0
+
+npuprof::config device_config(const test::temp_dir& dir) {
+  npuprof::config cfg = test::config_in(dir);
+  cfg.backend = "acl";
+  cfg.acl_library = NPUPROF_TEST_SIMULATED_ACL;
+  return cfg;
+}
+
+aclrtStream new_stream() {
+  aclrtStream s = nullptr;
+  REQUIRE(aclrtCreateStream(&s) == ACL_SUCCESS);
+  return s;
+}
+
+std::string hex(const void* p) { return fmt::format("{:#x}", reinterpret_cast<std::uintptr_t>(p)); }
+
+bool on_device(const json& e) { return e["pid"] == device_pid; }
+
+/// Device events (slices or instants) of `stream`, sorted by start.
+std::vector<json> device_of(const test::trace& t, const void* stream, const std::string& ph = "X") {
+  auto v = t.where([&](const json& e) {
+    return on_device(e) && e["ph"] == ph && e["args"]["stream"] == hex(stream);
+  });
+  std::sort(v.begin(), v.end(), [](const json& a, const json& b) { return test::to_ns(a["ts"]) < test::to_ns(b["ts"]); });
+  return v;
+}
+
+std::vector<json> host_of(const test::trace& t, const std::string& name) {
+  auto v = t.where([&](const json& e) { return !on_device(e) && e["ph"] == "X" && e["name"] == name; });
+  std::sort(v.begin(), v.end(), [](const json& a, const json& b) { return test::to_ns(a["ts"]) < test::to_ns(b["ts"]); });
+  return v;
+}
+
+/// Checks that flows pair host slices with device slices one to one: each
+/// "s" sits at the start of a host slice, each "f" at the start of a device
+/// slice of the same name... returns the number of pairs.
+std::size_t check_flows(const test::trace& t) {
+  std::map<std::uint64_t, json> starts, finishes;
+  for (const json& e : t.events) {
+    if (e["ph"] == "s") CHECK(starts.emplace(e["id"].get<std::uint64_t>(), e).second);
+    if (e["ph"] == "f") CHECK(finishes.emplace(e["id"].get<std::uint64_t>(), e).second);
+  }
+  CHECK(starts.size() == finishes.size());
+  auto slice_at = [&](const json& flow) -> json {
+    for (const json& e : t.events) {
+      if (e["ph"] == "X" && e["pid"] == flow["pid"] && e["tid"] == flow["tid"] && e["ts"] == flow["ts"]) return e;
+    }
+    return nullptr;
+  };
+  std::size_t pairs = 0;
+  for (auto& [id, s] : starts) {
+    auto f = finishes.find(id);
+    REQUIRE(f != finishes.end());
+    CHECK(f->second["bp"] == "e");
+    const json host = slice_at(s);
+    const json dev = slice_at(f->second);
+    REQUIRE_MESSAGE(!host.is_null(), "flow " << id << " starts on no host slice");
+    REQUIRE_MESSAGE(!dev.is_null(), "flow " << id << " ends on no device slice");
+    CHECK(!on_device(host));
+    CHECK(on_device(dev));
+    CHECK(host["name"] == dev["name"]);
+    if (host["tid"] < 0x40000000) CHECK(dev["args"]["host_tid"] == host["tid"]);  // else a cross-thread track
+    ++pairs;
+  }
+  return pairs;
+}
+
+/// Captures what is written to stderr while it lives.
+struct stderr_capture {
+  test::temp_dir dir;
+  int saved = -1;
+  stderr_capture() {
+    std::fflush(stderr);
+    saved = ::dup(2);
+    const int fd = ::open((dir.path / "stderr").c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  std::string text() {
+    std::fflush(stderr);
+    if (saved >= 0) {
+      ::dup2(saved, 2);
+      ::close(saved);
+      saved = -1;
+    }
+    std::ifstream in(dir.path / "stderr");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  ~stderr_capture() { text(); }
+};
+
+constexpr std::int64_t us = 1000;
+
+}  // namespace
+
+TEST_CASE("stream-tied ranges become device slices on their stream, linked by flows") {
+  test::temp_dir dir;
+  aclrtStream compute = new_stream();
+  aclrtStream copy = new_stream();
+  npuprof::name_stream(compute, "compute");
+  static const npuprof::registered_string<kernels> gemm{"gemm"};
+
+  npuprof::session s{device_config(dir)};
+  s.start();
+  for (int i = 0; i < 5; ++i) {
+    {
+      npuprof::scoped_range<kernels> r{gemm, compute};  // registered: one record at the end
+      npuprof_sim_launch_kernel(compute, 3000);
+    }
+    {
+      npuprof::scoped_range<kernels> r{std::string("h2d ") + std::to_string(i), copy};  // copied message
+      npuprof_sim_launch_kernel(copy, 2000);
+    }
+    npuprof::mark<kernels>("launched", compute);
+  }
+  auto t = test::load(s.stop());
+
+  CHECK(t.meta["backend"]["name"] == "acl");
+  CHECK(t.meta["backend"]["simulated"] == true);
+  CHECK(t.meta["counts"]["device_unresolved"] == 0);
+  bool named_simulated = false;
+  for (const json& e : t.phase("M")) {
+    if (e["pid"] == device_pid && e["name"] == "process_name") {
+      named_simulated = e["args"]["name"].get<std::string>().find("simulated") != std::string::npos;
+    }
+  }
+  CHECK(named_simulated);
+
+  const auto gemm_dev = device_of(t, compute);
+  const auto gemm_host = host_of(t, "gemm");
+  REQUIRE(gemm_dev.size() == 5);
+  REQUIRE(gemm_host.size() == 5);
+  CHECK(t.thread_name(gemm_dev[0]["tid"]) == "compute");
+  for (std::size_t i = 0; i < 5; ++i) {
+    CHECK(gemm_dev[i]["name"] == "gemm");
+    CHECK(gemm_dev[i]["args"]["domain"] == "kernels");
+    const std::int64_t dur = test::to_ns(gemm_dev[i]["dur"]);
+    CHECK(std::llabs(dur - 3000 * us) < 150 * us);  // within 5%
+    // Never before the host asked for it (1 us: the device timestamps' resolution).
+    CHECK(test::to_ns(gemm_dev[i]["ts"]) >= test::to_ns(gemm_host[i]["ts"]) - 1 * us);
+  }
+  // The first kernel ran on an idle stream: it starts right after its launch.
+  CHECK(test::to_ns(gemm_dev[0]["ts"]) - test::to_ns(gemm_host[0]["ts"]) < 1000 * us);
+
+  const auto copies = device_of(t, copy);
+  REQUIRE(copies.size() == 5);
+  CHECK(t.thread_name(copies[0]["tid"]) == "Stream 2");
+  for (std::size_t i = 0; i < 5; ++i) {
+    CHECK(copies[i]["name"] == "h2d " + std::to_string(i));
+    CHECK(std::llabs(test::to_ns(copies[i]["dur"]) - 2000 * us) < 100 * us);
+  }
+  CHECK(gemm_dev[0]["tid"] != copies[0]["tid"]);
+
+  // Marks on a stream are device instants on that stream's track.
+  const auto marks = device_of(t, compute, "i");
+  REQUIRE(marks.size() == 5);
+  for (const json& m : marks) {
+    CHECK(m["name"] == "launched");
+    CHECK(m["tid"] == gemm_dev[0]["tid"]);
+  }
+  // Each mark follows the kernel launched before it on the stream.
+  for (std::size_t i = 0; i < 5; ++i) {
+    CHECK(test::to_ns(marks[i]["ts"]) >= test::to_ns(gemm_dev[i]["ts"]) + test::to_ns(gemm_dev[i]["dur"]) - 1 * us);
+  }
+
+  CHECK(check_flows(t) == 10);
+  test::check_nesting(t);
+  aclrtDestroyStream(compute);
+  aclrtDestroyStream(copy);
+}
+
+TEST_CASE("the device clock's offset and rate are mapped onto the host clock") {
+  test::temp_dir dir;
+  aclrtStream st = new_stream();
+  npuprof::session s{device_config(dir)};
+  s.start();
+  const auto host_before = npuprof::steady_ns();
+  // The stream is busy when the range begins, so its begin event and its
+  // kernel start at the same device instant, whatever the launch latency.
+  npuprof_sim_launch_kernel(st, 3000);
+  { npuprof::scoped_range<kernels> r{"long", st}; npuprof_sim_launch_kernel(st, 300'000); }
+  aclrtSynchronizeStream(st);
+  auto t = test::load(s.stop());
+  const auto dev = device_of(t, st);
+  REQUIRE(dev.size() == 1);
+  // The device clock runs 150 ppm fast (45 us over this kernel) and is a day
+  // ahead: only a mapped time lands here.
+  INFO(t.meta["backend"].dump());
+  CHECK(std::llabs(test::to_ns(dev[0]["dur"]) - 300'000 * us) < 15 * us);
+  const std::int64_t start = test::to_ns(dev[0]["ts"]);
+  CHECK(start >= host_before + 3000 * us - 1 * us);
+  CHECK(start - host_before < 5000 * us);
+  CHECK(t.meta["backend"]["timestamps"] == "aclrtEventGetTimestamp");
+  const double rate = t.meta["backend"]["clock"]["host_ns_per_device_ns"];
+  CHECK(rate == doctest::Approx(1.0 / 1.00015).epsilon(3e-5));
+  aclrtDestroyStream(st);
+}
+
+TEST_CASE("without aclrtEventGetTimestamp, times come from elapsed time against reference events") {
+  test::temp_dir dir;
+  aclrtStream st = new_stream();
+  npuprof_sim_set_timestamp_supported(0);
+  npuprof::session s{device_config(dir)};
+  s.start();
+  const auto host_before = npuprof::steady_ns();
+  for (int i = 0; i < 3; ++i) {
+    npuprof::scoped_range<kernels> r{"k", st};
+    npuprof_sim_launch_kernel(st, 5000);
+  }
+  auto t = test::load(s.stop());
+  npuprof_sim_set_timestamp_supported(1);
+  CHECK(t.meta["backend"]["timestamps"] == "aclrtEventElapsedTime");
+  const auto dev = device_of(t, st);
+  REQUIRE(dev.size() == 3);
+  CHECK(test::to_ns(dev[0]["ts"]) >= host_before - 1 * us);
+  for (const json& d : dev) CHECK(std::llabs(test::to_ns(d["dur"]) - 5000 * us) < 250 * us);
+  CHECK(check_flows(t) == 3);
+  aclrtDestroyStream(st);
+}
+
+TEST_CASE("ranges begun on one thread and ended on another are tied to the device too") {
+  test::temp_dir dir;
+  aclrtStream st = new_stream();
+  npuprof::session s{device_config(dir)};
+  s.start();
+  const npuprof::range_id id = npuprof::range_start<kernels>("request", st);
+  npuprof_sim_launch_kernel(st, 4000);
+  std::thread([&] { npuprof::range_end<kernels>(id, st); }).join();
+  {
+    npuprof::unique_range<kernels> u{"moved", st};
+    npuprof_sim_launch_kernel(st, 1000);
+    auto other = std::move(u);
+  }
+  auto t = test::load(s.stop());
+  const auto dev = device_of(t, st);
+  REQUIRE(dev.size() == 2);
+  CHECK(dev[0]["name"] == "request");
+  CHECK(std::llabs(test::to_ns(dev[0]["dur"]) - 4000 * us) < 200 * us);
+  CHECK(dev[1]["name"] == "moved");
+  CHECK(check_flows(t) == 2);
+  aclrtDestroyStream(st);
+}
+
+TEST_CASE("an empty event pool drops the device part only, and counts it") {
+  test::temp_dir dir;
+  aclrtStream st = new_stream();
+  npuprof::config cfg = device_config(dir);
+  cfg.device_events_per_stream = 4;
+  npuprof::session s{cfg};
+  s.start();
+  constexpr int ranges = 20;
+  for (int i = 0; i < ranges; ++i) {
+    npuprof::scoped_range<kernels> r{"busy", st};
+    npuprof_sim_launch_kernel(st, 2000);
+  }
+  auto t = test::load(s.stop());
+  CHECK(host_of(t, "busy").size() == ranges);  // every host event is kept
+  const json& events = t.meta["backend"]["device_events"];
+  const std::uint64_t taken = events["taken"], dropped = events["dropped_pool_empty"];
+  CHECK(dropped > 0);
+  CHECK(taken + dropped == 2 * ranges);
+  CHECK(t.meta["backend"]["events_per_stream"] == 4);
+  const auto dev = device_of(t, st);
+  CHECK(!dev.empty());
+  CHECK(dev.size() <= taken / 2);
+  CHECK(check_flows(t) == dev.size());
+  aclrtDestroyStream(st);
+}
+
+TEST_CASE("a failing runtime call degrades the session to host-only with a message") {
+  test::temp_dir dir;
+  aclrtStream st = new_stream();
+  stderr_capture err;
+  npuprof::session s{device_config(dir)};
+  s.start();
+  npuprof_sim_fail("aclrtRecordEvent", NPUPROF_SIM_ERROR_INTERNAL, 1);
+  for (int i = 0; i < 5; ++i) {
+    npuprof::scoped_range<kernels> r{"after failure", st};
+    npuprof_sim_launch_kernel(st, 100);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the background thread reports it
+  auto t = test::load(s.stop());
+  const std::string text = err.text();
+  CHECK(host_of(t, "after failure").size() == 5);
+  CHECK(device_of(t, st).empty());
+  const std::string degraded = t.meta["backend"]["degraded"];
+  CHECK(degraded.find("aclrtRecordEvent failed with error 507000") != std::string::npos);
+  CHECK(text.find("npuprof: aclrtRecordEvent failed with error 507000") != std::string::npos);
+
+  // The next session has its device timing back.
+  npuprof::session again{device_config(dir)};
+  again.start();
+  { npuprof::scoped_range<kernels> r{"recovered", st}; npuprof_sim_launch_kernel(st, 100); }
+  auto t2 = test::load(again.stop());
+  CHECK(device_of(t2, st).size() == 1);
+  CHECK(t2.meta["backend"]["degraded"].is_null());
+  aclrtDestroyStream(st);
+}
+
+TEST_CASE("a missing or broken runtime library falls back to host-only with one line") {
+  test::temp_dir dir;
+  int stream_object = 0;
+  void* stream = &stream_object;
+  for (const std::string& lib : {std::string("/nonexistent/libascendcl.so"), std::string(NPUPROF_TEST_NOT_ACL)}) {
+    CAPTURE(lib);
+    stderr_capture err;
+    npuprof::config cfg = device_config(dir);
+    cfg.acl_library = lib;
+    auto t = test::record(cfg, [&] {
+      npuprof::scoped_range<kernels> r{"host only", stream};
+      npuprof::mark<kernels>("m", stream);
+    });
+    const std::string text = err.text();
+    CHECK(t.meta["backend"]["name"] == "host");
+    CHECK(t.meta["backend"]["requested"] == "acl");
+    const std::string why = t.meta["backend"]["fallback_reason"];
+    CHECK(why.find(lib) != std::string::npos);
+    CHECK(text.find("npuprof: device backend unavailable: ") != std::string::npos);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 1);
+    const auto host = host_of(t, "host only");
+    REQUIRE(host.size() == 1);
+    CHECK(host[0]["args"]["stream"] == hex(stream));  // the stream is still noted
+    CHECK(t.where(on_device).empty());
+  }
+  SUBCASE("the broken library names the missing function") {
+    npuprof::config cfg = device_config(dir);
+    cfg.acl_library = NPUPROF_TEST_NOT_ACL;
+    stderr_capture err;
+    auto t = test::record(cfg, [] {});
+    CHECK(t.meta["backend"]["fallback_reason"].get<std::string>().find("has no aclrt") != std::string::npos);
+  }
+}
+
+TEST_CASE("the host backend keeps streams as metadata and loads nothing") {
+  test::temp_dir dir;
+  aclrtStream st = new_stream();
+  npuprof::config cfg = device_config(dir);
+  cfg.backend = "host";
+  auto t = test::record(cfg, [&] {
+    npuprof::scoped_range<kernels> r{"h", st};
+    npuprof_sim_launch_kernel(st, 100);
+  });
+  CHECK(t.meta["backend"]["name"] == "host");
+  CHECK(t.where(on_device).empty());
+  CHECK(host_of(t, "h").at(0)["args"]["stream"] == hex(st));
+  aclrtDestroyStream(st);
+}
+
+TEST_CASE("the simulated runtime runs each stream in order and completes events when reached") {
+  aclrtStream st = new_stream();
+  aclrtEvent a = nullptr, b = nullptr;
+  REQUIRE(aclrtCreateEventWithFlag(&a, ACL_EVENT_TIME_LINE) == ACL_SUCCESS);
+  REQUIRE(aclrtCreateEventWithFlag(&b, ACL_EVENT_TIME_LINE) == ACL_SUCCESS);
+  REQUIRE(aclrtRecordEvent(a, st) == ACL_SUCCESS);
+  npuprof_sim_launch_kernel(st, 20'000);
+  REQUIRE(aclrtRecordEvent(b, st) == ACL_SUCCESS);
+  aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_COMPLETE;
+  REQUIRE(aclrtQueryEventStatus(b, &status) == ACL_SUCCESS);
+  CHECK(status == ACL_EVENT_RECORDED_STATUS_NOT_READY);
+  REQUIRE(aclrtSynchronizeEvent(b) == ACL_SUCCESS);
+  float ms = 0;
+  REQUIRE(aclrtEventElapsedTime(&ms, a, b) == ACL_SUCCESS);
+  CHECK(ms == doctest::Approx(20.003).epsilon(1e-3));  // 20 ms on a clock 150 ppm fast
+  std::uint64_t ta = 0, tb = 0;
+  REQUIRE(aclrtEventGetTimestamp(a, &ta) == ACL_SUCCESS);
+  REQUIRE(aclrtEventGetTimestamp(b, &tb) == ACL_SUCCESS);
+  CHECK(tb - ta >= 20'000);
+  const std::uint32_t live = npuprof_sim_live_events();
+  npuprof_sim_set_event_limit(live);
+  aclrtEvent c = nullptr;
+  CHECK(aclrtCreateEventWithFlag(&c, ACL_EVENT_TIME_LINE) == NPUPROF_SIM_ERROR_NO_RESOURCE);
+  npuprof_sim_set_event_limit(65536);
+  aclrtDestroyEvent(a);
+  aclrtDestroyEvent(b);
+  aclrtDestroyStream(st);
+}

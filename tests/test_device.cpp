@@ -3,10 +3,12 @@
 // and fallback to host-only.
 #include "support.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "simulated_acl.h"
@@ -395,4 +397,101 @@ TEST_CASE("the simulated runtime runs each stream in order and completes events 
   aclrtDestroyEvent(a);
   aclrtDestroyEvent(b);
   aclrtDestroyStream(st);
+}
+
+namespace {
+
+std::vector<std::vector<std::string>> take_fake_mstx_log() {
+  void* lib = ::dlopen(NPUPROF_TEST_FAKE_MSTX, RTLD_NOW);
+  REQUIRE(lib != nullptr);
+  auto take = reinterpret_cast<const char* (*)()>(::dlsym(lib, "fake_mstx_take_log"));
+  REQUIRE(reinterpret_cast<void*>(take) != nullptr);
+  std::vector<std::vector<std::string>> lines;
+  std::istringstream in(take());
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::istringstream f(line);
+    for (std::string field; std::getline(f, field, '|');) fields.push_back(field);
+    lines.push_back(fields);
+  }
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("markers are forwarded to the toolkit's mstx library with message, domain and stream") {
+  test::temp_dir dir;
+  aclrtStream st = new_stream();
+  npuprof::config cfg = device_config(dir);
+  cfg.mstx_library = NPUPROF_TEST_FAKE_MSTX;
+  static const npuprof::registered_string<kernels> gemm{"gemm"};
+  take_fake_mstx_log();
+
+  npuprof::session s{cfg};
+  s.start();
+  npuprof::mark("plain");
+  npuprof::mark<kernels>("on stream", st);
+  { npuprof::scoped_range<kernels> r{gemm, st}; }
+  { npuprof::scoped_range<> r{std::string("copied")}; }
+  const npuprof::range_id id = npuprof::range_start<kernels>("cross", st);
+  std::thread([&] { npuprof::range_end<kernels>(id, st); }).join();
+  { npuprof::unique_range<kernels> u{"unique"}; }
+  auto t = test::load(s.stop());
+  npuprof::mark("after stop");  // not recorded, not forwarded
+
+  CHECK(t.meta["backend"]["mstx_forward"]["library"] == NPUPROF_TEST_FAKE_MSTX);
+  CHECK(t.count("plain") == 1);
+  CHECK(host_of(t, "cross").size() == 1);
+
+  const auto log = take_fake_mstx_log();
+  const std::string stream = hex(st);
+  auto has = [&](const std::vector<std::string>& want) { return std::count(log.begin(), log.end(), want); };
+  CHECK(has({"mark", "plain", "0"}) == 1);
+  CHECK(has({"domain_mark", "kernels", "on stream", stream}) == 1);
+  CHECK(std::count_if(log.begin(), log.end(), [](auto& l) { return l[0] == "domain_create"; }) <= 1);
+
+  // Every forwarded range ends once, in its domain, with the id it got.
+  std::map<std::string, std::vector<std::string>> starts;  // id -> line
+  std::map<std::string, int> ends;
+  for (const auto& l : log) {
+    if (l[0] == "range_start") starts[l[3]] = {"default", l[1], l[2]};
+    if (l[0] == "domain_range_start") starts[l[4]] = {l[1], l[2], l[3]};
+    if (l[0] == "range_end") {
+      CHECK(starts.count(l[1]) == 1);
+      if (starts.count(l[1])) CHECK(starts[l[1]][0] == "default");
+      ++ends[l[1]];
+    }
+    if (l[0] == "domain_range_end") {
+      CHECK(starts.count(l[2]) == 1);
+      if (starts.count(l[2])) CHECK(starts[l[2]][0] == l[1]);
+      ++ends[l[2]];
+    }
+  }
+  std::multiset<std::string> seen;
+  for (auto& [fid, what] : starts) {
+    CHECK_MESSAGE(ends[fid] == 1, what[1] << " ended " << ends[fid] << " times");
+    seen.insert(what[0] + "|" + what[1] + "|" + what[2]);
+  }
+  const std::multiset<std::string> expected = {"kernels|gemm|" + stream, "default|copied|0",
+                                               "kernels|cross|" + stream, "kernels|unique|0"};
+  CHECK(seen == expected);
+  aclrtDestroyStream(st);
+}
+
+TEST_CASE("forwarding can be switched off, and is off without a toolkit library") {
+  test::temp_dir dir;
+  npuprof::config cfg = device_config(dir);
+  cfg.mstx_library = NPUPROF_TEST_FAKE_MSTX;
+  cfg.mstx_forward = false;
+  take_fake_mstx_log();
+  auto t = test::record(cfg, [] { npuprof::mark("quiet"); });
+  CHECK(t.count("quiet") == 1);
+  CHECK(take_fake_mstx_log().empty());
+  CHECK(!t.meta["backend"].contains("mstx_forward"));
+
+  cfg.mstx_forward = true;
+  cfg.mstx_library = "/nonexistent/libms_tools_ext.so";
+  auto t2 = test::record(cfg, [] { npuprof::mark("quiet"); });
+  CHECK(t2.meta["backend"]["mstx_forward"]["library"].is_null());
+  CHECK(t2.meta["backend"]["mstx_forward"]["reason"].get<std::string>().find("/nonexistent") != std::string::npos);
 }

@@ -49,6 +49,12 @@ struct config {
   std::uint32_t device_events_per_stream = 256;
   /// `device_wait_ms`: how long stop() waits for device events in flight.
   unsigned device_wait_ms = 3000;
+  /// `mstx_forward`: with the acl backend, also pass markers on to the
+  /// toolkit's libms_tools_ext.so when one is found (msprof keeps seeing them).
+  bool mstx_forward = true;
+  /// `mstx_library`: that library (default: NPUPROF_MSTX_LIBRARY, else
+  /// $ASCEND_HOME_PATH/lib64/libms_tools_ext.so, else the loader's search).
+  std::string mstx_library;
 
   /// Where the values came from ("defaults", a file, the environment).
   std::string source = "defaults";
@@ -114,7 +120,7 @@ inline const std::vector<std::string_view>& known_config_keys() {
   static const std::vector<std::string_view> keys = {
       "mstx", "msprof_tx", "mstx_domain_include", "mstx_domain_exclude", "output_dir",
       "worker_name", "buffer_size_kb", "chunk_size_kb", "flush_interval_ms", "backend", "acl_library",
-      "device_events_per_stream", "device_wait_ms"};
+      "device_events_per_stream", "device_wait_ms", "mstx_forward", "mstx_library"};
   return keys;
 }
 
@@ -219,12 +225,17 @@ inline config config::from_json(std::string_view text, const std::string& source
       cfg.domain_include = detail::json_string_list(source, key, v);
     } else if (key == "mstx_domain_exclude") {
       cfg.domain_exclude = detail::json_string_list(source, key, v);
-    } else if (key == "output_dir" || key == "worker_name" || key == "backend" || key == "acl_library") {
+    } else if (key == "output_dir" || key == "worker_name" || key == "backend" || key == "acl_library" ||
+               key == "mstx_library") {
       if (!v.is_string()) detail::key_error(source, key, "expected a string, got " + detail::json_type_name(v));
       (key == "output_dir"    ? cfg.output_dir
        : key == "worker_name" ? cfg.worker_name
        : key == "backend"     ? cfg.backend
-                              : cfg.acl_library) = v.get<std::string>();
+       : key == "acl_library" ? cfg.acl_library
+                              : cfg.mstx_library) = v.get<std::string>();
+    } else if (key == "mstx_forward") {
+      if (!v.is_boolean()) detail::key_error(source, key, "expected true or false, got " + detail::json_type_name(v));
+      cfg.mstx_forward = v.get<bool>();
     } else if (key == "device_events_per_stream") {
       cfg.device_events_per_stream = detail::json_unsigned<std::uint32_t>(source, key, v);
     } else if (key == "device_wait_ms") {
@@ -267,6 +278,11 @@ inline void config::apply_env() {
   if (const char* v = env("NPUPROF_OUTPUT_DIR")) output_dir = v;
   if (const char* v = env("NPUPROF_WORKER_NAME")) worker_name = v;
   if (const char* v = env("NPUPROF_BACKEND")) backend = v;
+  if (const char* v = env("NPUPROF_MSTX_FORWARD")) {
+    if (!detail::parse_bool_text(v, mstx_forward)) {
+      env_error("NPUPROF_MSTX_FORWARD", std::string("expected 1/0, true/false, on/off or yes/no, got '") + v + "'");
+    }
+  }
   auto number = [&](const char* name, std::size_t& out) {
     if (const char* v = env(name)) {
       char* end = nullptr;
@@ -345,6 +361,8 @@ inline nlohmann::json config::to_json() const {
           {"acl_library", acl_library},
           {"device_events_per_stream", device_events_per_stream},
           {"device_wait_ms", device_wait_ms},
+          {"mstx_forward", mstx_forward},
+          {"mstx_library", mstx_library},
           {"source", source}};
 }
 

@@ -1,6 +1,7 @@
 // Marks: instant events.
 #pragma once
 
+#include "detail/forward.hpp"
 #include "detail/message.hpp"
 #include "detail/writer.hpp"
 #include "domain.hpp"
@@ -20,6 +21,7 @@ NPUPROF_ALWAYS_INLINE void mark(detail::message msg, stream_t stream = nullptr) 
   if constexpr (compiled_in<D>) {
     if (const std::uint16_t s = detail::recording_state(detail::handle_of<D>)) {
       detail::write_mark(s - 1u, msg, stream);
+      if (NPUPROF_UNLIKELY(s & detail::forward_bit)) detail::forward_mark(s, msg, stream);
     }
   }
 }
@@ -27,7 +29,10 @@ NPUPROF_ALWAYS_INLINE void mark(detail::message msg, stream_t stream = nullptr) 
 /// Records a mark in a domain known at run time.
 inline void mark(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
   if constexpr (compiled_in<runtime_domain>) {
-    if (const std::uint16_t s = detail::recording_state(d.handle())) detail::write_mark(s - 1u, msg, stream);
+    if (const std::uint16_t s = detail::recording_state(d.handle())) {
+      detail::write_mark(s - 1u, msg, stream);
+      if (NPUPROF_UNLIKELY(s & detail::forward_bit)) detail::forward_mark(s, msg, stream);
+    }
   } else {
     (void)d, (void)msg, (void)stream;
   }

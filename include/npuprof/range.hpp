@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "clock.hpp"
+#include "detail/forward.hpp"
 #include "detail/message.hpp"
 #include "detail/writer.hpp"
 #include "domain.hpp"
@@ -31,6 +32,7 @@ class scoped_core {
     const std::uint16_t s = recording_state(h);
     if (s == 0) return;
     stream_ = stream;
+    if (NPUPROF_UNLIKELY(s & forward_bit)) forward_begin(s, m, stream);
     if (m.is_registered()) {
       tag_ = make_tag(kind::complete, s - 1u, m.id());
       first_ = raw_ticks();
@@ -41,6 +43,7 @@ class scoped_core {
   }
 
   NPUPROF_ALWAYS_INLINE void end() noexcept {
+    if (NPUPROF_UNLIKELY(forwarded_ != 0)) forward_range_end(forward_domain_, forwarded_);
     if (tag_ == 0) return;
     if (tag_kind(tag_) != kind::complete) {
       write_end(second_, stream_);
@@ -52,6 +55,11 @@ class scoped_core {
   }
 
  private:
+  void forward_begin(std::uint16_t s, const message& m, stream_t stream) noexcept {
+    forwarded_ = forward_range_start(s, m, stream);
+    forward_domain_ = forwarded_domain(s);
+  }
+
   // Out of line: copying is the slower path, and keeps the inline part small.
   void begin_copied(std::uint32_t index, const message& m) noexcept {
     const std::uint64_t id = next_range_id();
@@ -66,6 +74,8 @@ class scoped_core {
   std::uint64_t second_ = 0;  // range id (copied messages)
   stream_t stream_ = nullptr;
   device_seqs device_;        // device event of the begin (complete records on a stream)
+  std::uint64_t forwarded_ = 0;  // the range's id in the tool markers are forwarded to
+  std::uint32_t forward_domain_ = 0;
 };
 
 struct no_core {
@@ -80,7 +90,14 @@ inline range_id start_range(domain_handle& h, const message& m, stream_t stream)
   const std::uint16_t s = recording_state(h);
   if (s == 0) return 0;
   const range_id id = next_range_id();
-  return id != 0 && write_begin(s - 1u, m, id, stream) ? id : 0;
+  if (id == 0 || !write_begin(s - 1u, m, id, stream)) return 0;
+  if (NPUPROF_UNLIKELY(s & forward_bit)) forward_id_range_start(s, m, stream, id);
+  return id;
+}
+
+inline void end_range(domain_handle& h, range_id id, stream_t stream) noexcept {
+  write_end(id, stream);
+  if (NPUPROF_UNLIKELY(h.state.load(std::memory_order_relaxed) & forward_bit)) forward_id_range_end(id);
 }
 
 }  // namespace detail
@@ -114,15 +131,15 @@ template <class D = default_domain>
 NPUPROF_ALWAYS_INLINE void range_end(range_id id, stream_t stream = nullptr) noexcept {
   NPUPROF_DETAIL_CHECK_DOMAIN(D);
   if constexpr (compiled_in<D>) {
-    if (id != 0) detail::write_end(id, stream);
+    if (id != 0) detail::end_range(detail::handle_of<D>, id, stream);
   } else {
     (void)id, (void)stream;
   }
 }
 
-inline void range_end(runtime_domain, range_id id, stream_t stream = nullptr) noexcept {
+inline void range_end(runtime_domain d, range_id id, stream_t stream = nullptr) noexcept {
   if constexpr (compiled_in<runtime_domain>) {
-    if (id != 0) detail::write_end(id, stream);
+    if (id != 0) detail::end_range(d.handle(), id, stream);
   } else {
     (void)id, (void)stream;
   }
@@ -171,9 +188,9 @@ template <class D = default_domain>
 class unique_range {
  public:
   explicit unique_range(detail::message msg, stream_t stream = nullptr) noexcept
-      : id_(range_start<D>(msg, stream)), stream_(stream) {}
+      : id_(range_start<D>(msg, stream)), stream_(stream), handle_(handle_for()) {}
   unique_range(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept
-      : id_(range_start(d, msg, stream)), stream_(stream) {
+      : id_(range_start(d, msg, stream)), stream_(stream), handle_(&d.handle()) {
     static_assert(std::is_same_v<D, runtime_domain>,
                   "npuprof: for a run-time domain write `npuprof::unique_range r{domain, msg};`");
   }
@@ -182,12 +199,13 @@ class unique_range {
   }
 
   unique_range(unique_range&& other) noexcept
-      : id_(std::exchange(other.id_, 0)), stream_(other.stream_) {}
+      : id_(std::exchange(other.id_, 0)), stream_(other.stream_), handle_(other.handle_) {}
   unique_range& operator=(unique_range&& other) noexcept {
     if (this != &other) {
       reset();
       id_ = std::exchange(other.id_, 0);
       stream_ = other.stream_;
+      handle_ = other.handle_;
     }
     return *this;
   }
@@ -196,15 +214,24 @@ class unique_range {
 
   /// Ends the range now (once).
   void reset() noexcept {
-    if (id_ != 0) detail::write_end(std::exchange(id_, 0), stream_);
+    if (id_ != 0) detail::end_range(*handle_, std::exchange(id_, 0), stream_);
   }
 
   /// The id of the range, 0 when not recorded or already ended.
   range_id id() const noexcept { return id_; }
 
  private:
+  static detail::domain_handle* handle_for() noexcept {
+    if constexpr (std::is_same_v<D, runtime_domain>) {
+      return nullptr;  // not reached: run-time domains use the other constructor
+    } else {
+      return &detail::handle_of<D>;
+    }
+  }
+
   range_id id_;
   stream_t stream_;
+  detail::domain_handle* handle_;
 };
 
 unique_range(runtime_domain, detail::message)->unique_range<runtime_domain>;

@@ -164,6 +164,10 @@ inline void session::start() {
   detail::backend_choice backend = detail::choose_backend(cfg_);
   device_ = backend.device;
   backend_note_ = std::move(backend.note);
+  if (backend.forwarder != nullptr) {
+    st.forwarder.store(backend.forwarder, std::memory_order_release);
+    st.domains.set_forwarding(true);
+  }
   if (device_ != nullptr) {
     device_->begin_session(cfg_.device_events_per_stream);
     st.device.store(device_, std::memory_order_release);
@@ -187,6 +191,7 @@ inline void session::halt() {
     std::lock_guard<std::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: cannot stop the session: it is not running");
     st.domains.set_recording(false);
+    st.domains.set_forwarding(false);
   }
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
@@ -331,6 +336,7 @@ inline std::shared_ptr<trace_data> session::collect(clock_point end) {
   d->events.reserve(words / 3);  // no record is smaller than 2 words; most are 3
   if (device_ != nullptr) {
     d->backend = device_->describe();
+    if (backend_note_.contains("mstx_forward")) d->backend["mstx_forward"] = backend_note_["mstx_forward"];
     d->device_id = device_->device();
     d->device_simulated = device_->simulated();
   } else {

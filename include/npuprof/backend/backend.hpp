@@ -11,6 +11,7 @@
 #include "../config.hpp"
 #include "acl_backend.hpp"
 #include "acl_runtime.hpp"
+#include "mstx_forward.hpp"
 
 namespace npuprof::detail {
 
@@ -18,6 +19,7 @@ namespace npuprof::detail {
 /// and what the metadata says about the choice.
 struct backend_choice {
   acl_backend* device = nullptr;
+  mstx_forwarder* forwarder = nullptr;
   nlohmann::json note = {{"name", "host"}};
 };
 
@@ -47,6 +49,11 @@ inline backend_choice choose_backend(const config& cfg) {
                  b->library().c_str(), b->device());
   }
   c.device = b;
+  if (cfg.mstx_forward) {
+    c.forwarder = mstx_forwarder::open(cfg.mstx_library, why);
+    c.note["mstx_forward"] = c.forwarder != nullptr ? nlohmann::json{{"library", c.forwarder->library()}}
+                                                    : nlohmann::json{{"library", nullptr}, {"reason", why}};
+  }
   return c;
 }
 

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "forward_hook.hpp"
 #include "record.hpp"
 
 namespace npuprof::detail {
@@ -93,6 +94,19 @@ class domain_table {
     return filter_;
   }
 
+  /// Sets forward_bit in every recording domain's state, or clears it.
+  void set_forwarding(bool on) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    forwarding_ = on;
+    refresh_locked();
+  }
+
+  /// The name of domain `index` ("" if none).
+  std::string name_of(std::uint32_t index) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return index < names_.size() ? names_[index] : std::string();
+  }
+
   /// Names of all domains, by index (for the exporters).
   std::vector<std::string> names() const {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -131,7 +145,7 @@ class domain_table {
 
   std::uint16_t state_for(std::uint32_t index) const {
     if (index == no_index || !recording_ || !filter_.accepts(names_[index])) return 0;
-    return static_cast<std::uint16_t>(index + 1);
+    return static_cast<std::uint16_t>((index + 1) | (forwarding_ ? forward_bit : 0));
   }
 
   void refresh_locked() {
@@ -144,6 +158,7 @@ class domain_table {
   std::deque<runtime_domain_entry> runtime_;
   domain_filter filter_;
   bool recording_ = false;
+  bool forwarding_ = false;
   std::atomic<std::uint64_t> overflowed_{0};
 };
 

@@ -10,6 +10,7 @@
 #include "../clock.hpp"
 #include "chunk_pool.hpp"
 #include "device_hook.hpp"
+#include "forward_hook.hpp"
 #include "domain_table.hpp"
 #include "platform.hpp"
 #include "string_table.hpp"
@@ -67,6 +68,8 @@ struct process_state {
   std::atomic<session*> active{nullptr};
   /// The device backend of the running session; null when host only.
   std::atomic<device_recorder*> device{nullptr};
+  /// Where markers are forwarded while domains carry forward_bit.
+  std::atomic<marker_forwarder*> forwarder{nullptr};
   bool exit_hook_installed = false;
 };
 

@@ -1,0 +1,207 @@
+// Forwarding markers to the Ascend toolkit's own mstx library
+// (libms_tools_ext.so), so that msprof and MindStudio keep seeing them while
+// npuprof records.
+#pragma once
+
+#include <dlfcn.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "../detail/forward_hook.hpp"
+#include "../detail/message.hpp"
+#include "../detail/platform.hpp"
+#include "../detail/record.hpp"
+#include "../detail/state.hpp"
+
+namespace npuprof::detail {
+
+/// npuprof's own mstx tool id ("npuprof"): a library that reports it would
+/// send the markers back to npuprof.
+inline constexpr std::uint64_t npuprof_mstx_tool_id = 0x00666f727075706eULL;
+
+class mstx_forwarder final : public marker_forwarder {
+ public:
+  /// The forwarder for the mstx library at `path` (empty: NPUPROF_MSTX_LIBRARY,
+  /// else $ASCEND_HOME_PATH/lib64/libms_tools_ext.so, else the loader's
+  /// search), loaded once per process; null with `why` when there is none.
+  static mstx_forwarder* open(const std::string& path, std::string& why);
+
+  void mark(std::uint32_t domain, const message& m, stream_t stream) noexcept override {
+    char buf[max_message + 1];
+    const char* text = text_of(m, buf);
+    if (domain == 0) {
+      fn_.mark(text, stream);
+    } else if (void* h = domain_handle_of(domain)) {
+      fn_.domain_mark(h, text, stream);
+    }
+  }
+
+  std::uint64_t range_start(std::uint32_t domain, const message& m, stream_t stream) noexcept override {
+    char buf[max_message + 1];
+    const char* text = text_of(m, buf);
+    if (domain == 0) return fn_.range_start(text, stream);
+    void* h = domain_handle_of(domain);
+    return h != nullptr ? fn_.domain_range_start(h, text, stream) : 0;
+  }
+
+  void range_end(std::uint32_t domain, std::uint64_t forwarded_id) noexcept override {
+    if (domain == 0) {
+      fn_.range_end(forwarded_id);
+    } else if (void* h = domain_handle_of(domain)) {
+      fn_.domain_range_end(h, forwarded_id);
+    }
+  }
+
+  void remember(std::uint64_t id, std::uint32_t domain, std::uint64_t forwarded_id) noexcept override {
+    open_range& r = open_[slot(id)];
+    if (r.id.load(std::memory_order_acquire) != 0) lost_.fetch_add(1, std::memory_order_relaxed);
+    r.forwarded.store(forwarded_id, std::memory_order_relaxed);
+    r.domain.store(domain, std::memory_order_relaxed);
+    r.id.store(id, std::memory_order_release);
+  }
+
+  void end_remembered(std::uint64_t id) noexcept override {
+    open_range& r = open_[slot(id)];
+    std::uint64_t expected = id;
+    const std::uint64_t fid = r.forwarded.load(std::memory_order_relaxed);
+    const std::uint32_t domain = r.domain.load(std::memory_order_relaxed);
+    if (r.id.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) range_end(domain, fid);
+  }
+
+  const std::string& library() const noexcept { return path_; }
+  /// Ranges begun by id whose forwarded end was lost (too many open at once).
+  std::uint64_t lost() const noexcept { return lost_.load(); }
+
+ private:
+  struct functions {
+    void (*mark)(const char*, void*) = nullptr;
+    std::uint64_t (*range_start)(const char*, void*) = nullptr;
+    void (*range_end)(std::uint64_t) = nullptr;
+    void (*get_tool_id)(std::uint64_t*) = nullptr;
+    void* (*domain_create)(const char*) = nullptr;
+    void (*domain_mark)(void*, const char*, void*) = nullptr;
+    std::uint64_t (*domain_range_start)(void*, const char*, void*) = nullptr;
+    void (*domain_range_end)(void*, std::uint64_t) = nullptr;
+  };
+
+  struct open_range {
+    std::atomic<std::uint64_t> id{0};
+    std::atomic<std::uint64_t> forwarded{0};
+    std::atomic<std::uint32_t> domain{0};
+  };
+  static constexpr std::size_t open_slots = 4096;
+
+  static std::size_t slot(std::uint64_t id) noexcept {
+    return static_cast<std::size_t>((id * 0x9E3779B97F4A7C15ULL) >> 52) % open_slots;
+  }
+
+  // mstx takes NUL-terminated text.
+  static const char* text_of(const message& m, char* buf) noexcept {
+    if (m.is_registered()) return registered_text(m.id());
+    const std::size_t n = m.copy_length();
+    std::memcpy(buf, m.text(), n);
+    buf[n] = '\0';
+    return buf;
+  }
+
+  // Registered strings never change: each is looked up once.
+  static const char* registered_text(std::uint64_t id) noexcept {
+    static std::array<std::atomic<const char*>, 65536> cache{};
+    if (id < cache.size()) {
+      if (const char* t = cache[id].load(std::memory_order_acquire)) return t;
+    }
+    const char* t = "";
+    try {
+      t = state().strings.lookup(id).data();
+    } catch (...) {
+    }
+    if (id < cache.size()) cache[id].store(t, std::memory_order_release);
+    return t;
+  }
+
+  // The other tool's handle for npuprof domain `index`, created on first use.
+  void* domain_handle_of(std::uint32_t index) noexcept {
+    if (index >= domains_.size()) return nullptr;
+    if (void* h = domains_[index].load(std::memory_order_acquire)) return h;
+    std::string name;
+    try {
+      name = state().domains.name_of(index);
+    } catch (...) {
+      return nullptr;
+    }
+    void* h = fn_.domain_create(name.c_str());
+    void* expected = nullptr;
+    if (h != nullptr && !domains_[index].compare_exchange_strong(expected, h)) h = expected;
+    return h;
+  }
+
+  bool load(const std::string& path, std::string& why) {
+    void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* e = ::dlerror();
+      why = "cannot load '" + path + "': " + (e != nullptr ? e : "unknown error");
+      return false;
+    }
+    const char* missing = nullptr;
+    auto need = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+      if (fn == nullptr && missing == nullptr) missing = name;
+    };
+    need(fn_.mark, "mstxMarkA");
+    need(fn_.range_start, "mstxRangeStartA");
+    need(fn_.range_end, "mstxRangeEnd");
+    need(fn_.get_tool_id, "mstxGetToolId");
+    need(fn_.domain_create, "mstxDomainCreateA");
+    need(fn_.domain_mark, "mstxDomainMarkA");
+    need(fn_.domain_range_start, "mstxDomainRangeStartA");
+    need(fn_.domain_range_end, "mstxDomainRangeEnd");
+    if (missing != nullptr) {
+      why = "'" + path + "' has no " + missing;
+      ::dlclose(lib);
+      return false;
+    }
+    std::uint64_t tool = 0;
+    fn_.get_tool_id(&tool);
+    if (tool == npuprof_mstx_tool_id) {
+      why = "'" + path + "' sends its markers to npuprof itself";
+      return false;
+    }
+    path_ = path;
+    return true;
+  }
+
+  static std::string default_path() {
+    if (const char* p = std::getenv("NPUPROF_MSTX_LIBRARY"); p != nullptr && *p != '\0') return p;
+    if (const char* home = std::getenv("ASCEND_HOME_PATH"); home != nullptr && *home != '\0') {
+      return std::string(home) + "/lib64/libms_tools_ext.so";
+    }
+    return "libms_tools_ext.so";
+  }
+
+  functions fn_;
+  std::string path_;
+  std::array<std::atomic<void*>, max_domains> domains_{};
+  std::array<open_range, open_slots> open_{};
+  std::atomic<std::uint64_t> lost_{0};
+};
+
+NPUPROF_PROCESS_WIDE inline mstx_forwarder* mstx_forwarder::open(const std::string& path, std::string& why) {
+  static std::mutex mutex;
+  static auto* loaded = new std::map<std::string, mstx_forwarder*>();
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string key = path.empty() ? default_path() : path;
+  if (auto it = loaded->find(key); it != loaded->end()) return it->second;
+  auto f = std::make_unique<mstx_forwarder>();
+  if (!f->load(key, why)) return nullptr;
+  return (*loaded)[key] = f.release();
+}
+
+}  // namespace npuprof::detail

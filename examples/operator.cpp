@@ -1,0 +1,75 @@
+// An operator library on two device streams: host-side ranges for the work
+// on the CPU, stream-tied ranges for what runs on the device, and the arrows
+// between them in the timeline.
+//
+// There is no NPU here: the kernels run on npuprof's SIMULATED Ascend
+// runtime (build/src/simulated/libascendcl.so), which behaves like the real
+// one for streams and events. With a real device, link libascendcl.so and
+// drop the npuprof_sim_* calls; npuprof loads the runtime by itself.
+#include <npuprof/npuprof.hpp>
+
+#include <cstdio>
+#include <thread>
+
+#include "simulated_acl.h"
+
+struct ops {
+  static constexpr const char* name = "ops";
+};
+struct copies {
+  static constexpr const char* name = "copies";
+};
+
+namespace {
+
+// A launch as a real operator would do it: host work (tiling, argument
+// packing), then an asynchronous kernel on the stream.
+void gemm(aclrtStream stream, int m) {
+  static const npuprof::registered_string<ops> kGemm{"gemm"};
+  npuprof::scoped_range<ops> device{kGemm, stream};  // host time + device time on `stream`
+  {
+    NPUPROF_RANGE(ops, "tiling");  // host only
+    std::this_thread::sleep_for(std::chrono::microseconds(30));
+  }
+  npuprof_sim_launch_kernel(stream, 400 * m);  // aclnnMatmul(...) on a device
+}
+
+void copy_to_device(aclrtStream stream, int bytes_kb) {
+  npuprof::scoped_range<copies> r{"h2d " + std::to_string(bytes_kb) + " KiB", stream};
+  npuprof_sim_launch_kernel(stream, 2 * bytes_kb);  // aclrtMemcpyAsync(...)
+}
+
+}  // namespace
+
+int main() {
+  npuprof::config cfg = npuprof::config::from_env();
+  if (cfg.acl_library.empty()) cfg.acl_library = npuprof_sim_library_path();
+  npuprof::session session{cfg};
+  session.start();
+  npuprof::name_thread("operator thread");
+
+  aclrtStream compute = nullptr, transfer = nullptr;
+  aclrtCreateStream(&compute);
+  aclrtCreateStream(&transfer);
+  npuprof::name_stream(compute, "compute");
+  npuprof::name_stream(transfer, "transfer");
+
+  for (int layer = 0; layer < 8; ++layer) {
+    NPUPROF_RANGE(ops, "layer");
+    copy_to_device(transfer, 256 + 64 * layer);
+    gemm(compute, 1 + layer % 3);
+    gemm(compute, 2);
+    npuprof::mark<ops>("layer queued", compute);  // a device mark where the stream gets to it
+  }
+  aclrtSynchronizeStream(compute);
+  aclrtSynchronizeStream(transfer);
+
+  const auto dir = session.stop();
+  const auto& data = session.data();
+  std::printf("npuprof: %zu host events, %zu device events (%s runtime)\n", data.events.size(),
+              data.device_events.size(), data.device_simulated ? "SIMULATED" : "Ascend");
+  std::printf("npuprof: trace written to %s\n", (dir / "trace_view.json").c_str());
+  std::printf("         open it in https://ui.perfetto.dev, chrome://tracing or MindStudio Insight\n");
+  aclrtDestroyStream(compute);
+  aclrtDestroyStream(transfer);
+}

@@ -195,6 +195,18 @@ TEST_CASE("stream-tied ranges become device slices on their stream, linked by fl
 
   CHECK(check_flows(t) == 10);
   test::check_nesting(t);
+
+  // The summary has the device side of stream-tied ranges too.
+  std::ifstream csv(t.dir / "range_summary.csv");
+  bool device_row = false;
+  for (std::string line; std::getline(csv, line);) {
+    if (line.rfind("\"kernels\",\"gemm\",device,5,", 0) == 0) {
+      device_row = true;
+      const double mean = std::stod(line.substr(line.find(',', line.find(",5,") + 3) + 1));
+      CHECK(mean == doctest::Approx(3000).epsilon(0.05));
+    }
+  }
+  CHECK(device_row);
   aclrtDestroyStream(compute);
   aclrtDestroyStream(copy);
 }

@@ -169,3 +169,40 @@ TEST_CASE("a session still running at exit() is stopped and written") {
   CHECK(t.named("open id range").at(0)["args"]["incomplete"] == true);
   CHECK(t.count_of("open_ranges") == 1);
 }
+
+TEST_CASE("trace id from a callback, user metadata, and the rank in names and metadata") {
+  test::temp_dir dir;
+  npuprof::config cfg = test::config_in(dir);
+  cfg.trace_id_callback = [] { return std::string("job-7/request-42"); };
+  {
+    test::scoped_env rank("RANK", "3"), local("LOCAL_RANK", "1"), world("WORLD_SIZE", "8");
+    cfg.apply_env();
+  }
+  npuprof::session s{cfg};
+  s.add_metadata("model", "llama-7b");
+  s.add_metadata("batch", 16);
+  s.start();
+  npuprof::mark("m");
+  const auto path = s.stop();
+  auto t = test::load(path);
+  CHECK(s.trace_id() == "job-7/request-42");
+  CHECK(t.meta["trace_id"] == "job-7/request-42");
+  CHECK(t.meta["user"]["model"] == "llama-7b");
+  CHECK(t.meta["user"]["batch"] == 16);
+  CHECK(t.meta["rank"]["rank"] == 3);
+  CHECK(t.meta["rank"]["local_rank"] == 1);
+  CHECK(t.meta["rank"]["world_size"] == 8);
+  CHECK(path.filename().string().find("_rank3_") != std::string::npos);
+
+  npuprof::config bad = test::config_in(dir);
+  bad.rank = 8;
+  bad.world_size = 8;
+  CHECK(error_of([&] { bad.validate(); }).find("key 'rank': must be below world_size (8), got 8") != std::string::npos);
+  CHECK(error_of([] { npuprof::config::from_json(R"({"rank": "x"})", "r.json"); })
+            .find("r.json: key 'rank': expected an integer") != std::string::npos);
+  npuprof::config generated = test::config_in(dir);
+  npuprof::session g{generated};
+  g.start();
+  g.stop();
+  CHECK(g.trace_id().size() == 32);
+}

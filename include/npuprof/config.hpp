@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -52,6 +53,15 @@ struct config {
   /// `mstx_forward`: with the acl backend, also pass markers on to the
   /// toolkit's libms_tools_ext.so when one is found (msprof keeps seeing them).
   bool mstx_forward = true;
+  /// `rank`, `world_size` (environment: RANK, LOCAL_RANK, WORLD_SIZE): this
+  /// process's place in a distributed job, -1 when not part of one. The rank
+  /// goes into the output directory name and the metadata.
+  int rank = -1;
+  int local_rank = -1;
+  int world_size = -1;
+  /// Gives the session's trace id (e.g. the id of a request or a job);
+  /// without it one is generated.
+  std::function<std::string()> trace_id_callback;
   /// `mstx_library`: that library (default: NPUPROF_MSTX_LIBRARY, else
   /// $ASCEND_HOME_PATH/lib64/libms_tools_ext.so, else the loader's search).
   std::string mstx_library;
@@ -120,7 +130,8 @@ inline const std::vector<std::string_view>& known_config_keys() {
   static const std::vector<std::string_view> keys = {
       "mstx", "msprof_tx", "mstx_domain_include", "mstx_domain_exclude", "output_dir",
       "worker_name", "buffer_size_kb", "chunk_size_kb", "flush_interval_ms", "backend", "acl_library",
-      "device_events_per_stream", "device_wait_ms", "mstx_forward", "mstx_library"};
+      "device_events_per_stream", "device_wait_ms", "mstx_forward", "mstx_library", "rank", "local_rank",
+      "world_size"};
   return keys;
 }
 
@@ -238,6 +249,11 @@ inline config config::from_json(std::string_view text, const std::string& source
       cfg.mstx_forward = v.get<bool>();
     } else if (key == "device_events_per_stream") {
       cfg.device_events_per_stream = detail::json_unsigned<std::uint32_t>(source, key, v);
+    } else if (key == "rank" || key == "local_rank" || key == "world_size") {
+      if (!v.is_number_integer() || v.get<long long>() < -1 || v.get<long long>() > 1'000'000) {
+        detail::key_error(source, key, "expected an integer from -1 to 1000000, got " + v.dump());
+      }
+      (key == "rank" ? cfg.rank : key == "local_rank" ? cfg.local_rank : cfg.world_size) = v.get<int>();
     } else if (key == "device_wait_ms") {
       cfg.device_wait_ms = detail::json_unsigned<unsigned>(source, key, v);
     } else if (key == "buffer_size_kb") {
@@ -299,6 +315,16 @@ inline void config::apply_env() {
   std::size_t flush = flush_interval_ms;
   number("NPUPROF_FLUSH_INTERVAL_MS", flush);
   flush_interval_ms = static_cast<unsigned>(flush);
+  auto rank_number = [&](const char* name, int& out) {
+    std::size_t n = 0;
+    if (std::getenv(name) == nullptr) return;
+    number(name, n);
+    if (n > 1'000'000) env_error(name, "must be at most 1000000");
+    out = static_cast<int>(n);
+  };
+  rank_number("RANK", rank);
+  rank_number("LOCAL_RANK", local_rank);
+  rank_number("WORLD_SIZE", world_size);
   std::size_t events = device_events_per_stream;
   number("NPUPROF_DEVICE_EVENTS_PER_STREAM", events);
   device_events_per_stream = static_cast<std::uint32_t>(std::min<std::size_t>(events, std::size_t{1} << 30));
@@ -343,6 +369,9 @@ inline void config::validate() const {
   if (device_events_per_stream < 2 || device_events_per_stream > 65536) {
     bad("device_events_per_stream", "must be between 2 and 65536, got " + std::to_string(device_events_per_stream));
   }
+  if (world_size >= 0 && rank >= world_size) {
+    bad("rank", "must be below world_size (" + std::to_string(world_size) + "), got " + std::to_string(rank));
+  }
   if (device_wait_ms > 600'000) {
     bad("device_wait_ms", "must be at most 600000, got " + std::to_string(device_wait_ms));
   }
@@ -363,6 +392,9 @@ inline nlohmann::json config::to_json() const {
           {"device_wait_ms", device_wait_ms},
           {"mstx_forward", mstx_forward},
           {"mstx_library", mstx_library},
+          {"rank", rank},
+          {"local_rank", local_rank},
+          {"world_size", world_size},
           {"source", source}};
 }
 

@@ -30,6 +30,7 @@
 #include "export/file.hpp"
 #include "export/metadata.hpp"
 #include "export/output_dir.hpp"
+#include "export/summary.hpp"
 #include "export/trace_view.hpp"
 #include "trace_data.hpp"
 
@@ -85,8 +86,13 @@ class session {
   const std::filesystem::path& output_path() const noexcept { return output_; }
   /// The data collected by the last stop().
   const trace_data& data() const noexcept { return *data_; }
-  /// This session's trace id, written to the metadata.
+  /// This session's trace id, written to the metadata: from
+  /// config::trace_id_callback, else generated.
   const std::string& trace_id() const noexcept { return trace_id_; }
+
+  /// Adds `key: value` to the "user" section of profiler_metadata.json (the
+  /// model, the build, the request mix...). A later value for a key wins.
+  void add_metadata(const std::string& key, nlohmann::json value) { user_metadata_[key] = std::move(value); }
 
  private:
   void halt();
@@ -113,6 +119,7 @@ class session {
   std::shared_ptr<trace_data> data_ = std::make_shared<trace_data>();
   std::filesystem::path output_;
   std::string trace_id_;
+  nlohmann::json user_metadata_ = nlohmann::json::object();
 };
 
 namespace detail {
@@ -156,7 +163,8 @@ inline void session::start() {
   st.pool.configure(cfg_.chunk_size_kb * 1024, cfg_.buffer_size_kb * 1024);
   discard_stale_records();
   st.pool.top_up();
-  trace_id_ = detail::new_trace_id();
+  trace_id_ = cfg_.trace_id_callback ? cfg_.trace_id_callback() : std::string();
+  if (trace_id_.empty()) trace_id_ = detail::new_trace_id();
   start_point_ = sample_clock();
   wall_start_ = wall_ns() - (steady_ns() - start_point_.steady);
 
@@ -246,11 +254,13 @@ inline void session::clear() {
 }
 
 inline std::filesystem::path session::write_to(const std::string& parent) {
-  const std::string worker = cfg_.worker_name.empty() ? data_->hostname : cfg_.worker_name;
+  std::string worker = cfg_.worker_name.empty() ? data_->hostname : cfg_.worker_name;
+  if (cfg_.worker_name.empty() && cfg_.rank >= 0) worker += "_rank" + std::to_string(cfg_.rank);
   const auto dir = detail::make_output_dir(parent, worker, data_->pid, data_->wall_start_ns);
   detail::write_trace_view(*data_, (dir / "trace_view.json").string());
   detail::write_file((dir / "profiler_metadata.json").string(),
-                     detail::render_metadata(*data_, trace_id_).dump(2) + "\n");
+                     detail::render_metadata(*data_, trace_id_, user_metadata_).dump(2) + "\n");
+  detail::write_file((dir / "range_summary.csv").string(), detail::render_summary(*data_));
   output_ = dir;
   return dir;
 }

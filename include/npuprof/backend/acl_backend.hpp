@@ -179,9 +179,11 @@ class acl_backend final : public device_recorder {
 
   void resolve_pool(event_pool& p) {
     void* stream = p.stream.load(std::memory_order_acquire);
-    for (std::uint64_t seq = p.resolved(); seq != p.issued(); seq = p.resolved()) {
+    const std::uint64_t issued = p.issued();
+    std::uint64_t seq = p.resolved();
+    for (; seq != issued; ++seq) {
       bool failed = false;
-      if (!p.is_published(seq, failed)) return;  // its thread is still recording it
+      if (!p.is_published(seq, failed)) break;  // its thread is still recording it
       std::int64_t t = device_times::unknown;
       if (failed) {
         ++failed_;
@@ -190,7 +192,7 @@ class acl_backend final : public device_recorder {
         if (rt_.query_event_status(p.event_of(seq), &status) != 0) {
           ++query_errors_;
         } else if (status != acl_runtime::status_complete) {
-          return;  // the device has not reached it yet; neither the later ones
+          break;  // the device has not reached it yet; nor the later ones
         } else {
           t = event_device_ns(p.event_of(seq));
           if (t != device_times::unknown) ++resolved_;
@@ -199,8 +201,8 @@ class acl_backend final : public device_recorder {
       auto [it, fresh] = times_.try_emplace(stream);
       if (fresh) it->second.base = seq;
       it->second.device_ns.push_back(t);
-      p.release_oldest();
     }
+    p.release_before(seq);
   }
 
   // Clock references are events on a private, idle stream: each completes as

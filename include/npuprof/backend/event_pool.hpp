@@ -75,14 +75,17 @@ class event_pool {
     return (r >> 1) == seq + 1;
   }
 
-  /// Frees the slot of the oldest event in flight.
-  void release_oldest() noexcept { resolved_.fetch_add(1, std::memory_order_acq_rel); }
+  /// Frees the slots of all events before `seq` (the resolver's only write,
+  /// made once per pass so that recording threads rarely miss on it).
+  void release_before(std::uint64_t seq) noexcept { resolved_.store(seq, std::memory_order_release); }
 
  private:
   std::unique_ptr<slot[]> slots_;
   std::uint32_t capacity_ = 0;
-  std::atomic<std::uint64_t> issued_{0};
-  std::atomic<std::uint64_t> resolved_{0};
+  // Written by recording threads and by the resolver: apart, so that neither
+  // invalidates the other's line on every event.
+  alignas(64) std::atomic<std::uint64_t> issued_{0};
+  alignas(64) std::atomic<std::uint64_t> resolved_{0};
 };
 
 /// The pools of all streams, found by stream handle without locks. A fixed

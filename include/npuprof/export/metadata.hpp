@@ -12,12 +12,16 @@
 
 namespace npuprof::detail {
 
-inline nlohmann::json render_metadata(const trace_data& d, const std::string& trace_id) {
+inline nlohmann::json render_metadata(const trace_data& d, const std::string& trace_id,
+                                      const nlohmann::json& user = nlohmann::json::object()) {
   nlohmann::json by_thread = nlohmann::json::object();
   for (auto& [tid, n] : d.counts.dropped_by_thread) by_thread[std::to_string(tid)] = n;
+  auto rank_of = [&](const char* key) { return d.config.value(key, -1); };
   return {
       {"npuprof_version", version_string},
       {"trace_id", trace_id},
+      {"rank", {{"rank", rank_of("rank")}, {"local_rank", rank_of("local_rank")}, {"world_size", rank_of("world_size")}}},
+      {"user", user},
       {"hostname", d.hostname},
       {"pid", d.pid},
       {"process_name", d.process_name},

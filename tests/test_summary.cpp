@@ -1,0 +1,131 @@
+// range_summary.csv: statistics recomputed from the trace itself, sorting,
+// and cells that spreadsheets would run as formulas.
+#include "support.hpp"
+
+#include <chrono>
+#include <sstream>
+#include <set>
+#include <thread>
+
+namespace {
+
+using test::json;
+
+struct kernels {
+  static constexpr const char* name = "kernels";
+};
+
+/// Rows of an RFC 4180 CSV file.
+std::vector<std::vector<std::string>> read_csv(const test::fs::path& file) {
+  std::ifstream in(file);
+  REQUIRE(in.good());
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  std::vector<std::vector<std::string>> rows(1);
+  std::string cell;
+  bool quoted = false, was_quoted = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cell += c;
+      }
+    } else if (c == '"') {
+      quoted = was_quoted = true;
+    } else if (c == ',') {
+      rows.back().push_back(cell);
+      cell.clear();
+    } else if (c == '\n') {
+      rows.back().push_back(cell);
+      cell.clear();
+      rows.emplace_back();
+    } else {
+      cell += c;
+    }
+  }
+  CHECK(!quoted);
+  CHECK(was_quoted);
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+void sleep_us(int us) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(us);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the summary matches statistics recomputed from the trace") {
+  test::temp_dir dir;
+  auto t = test::record(test::config_in(dir), [] {
+    for (int i = 1; i <= 20; ++i) {
+      npuprof::scoped_range<kernels> r{"gemm"};
+      sleep_us(20 * i);
+    }
+    for (int i = 0; i < 3; ++i) {
+      npuprof::scoped_range<> r{std::string("allreduce")};
+      sleep_us(500);
+    }
+    npuprof::mark("not a range");
+  });
+  const auto rows = read_csv(t.dir / "range_summary.csv");
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0] == std::vector<std::string>{"domain", "name", "where", "count", "total_us", "mean_us", "min_us",
+                                            "max_us", "p50_us", "p90_us", "p99_us"});
+  std::map<std::string, std::vector<std::string>> by_name;
+  for (std::size_t i = 1; i < rows.size(); ++i) by_name[rows[i][1]] = rows[i];
+  // Sorted by total: gemm (4.2 ms) before allreduce (1.5 ms).
+  CHECK(rows[1][1] == "gemm");
+
+  for (const std::string name : {"gemm", "allreduce"}) {
+    CAPTURE(name);
+    std::vector<double> durs;
+    std::string domain;
+    for (const json& e : t.named(name, "X")) {
+      durs.push_back(e["dur"].get<double>());
+      domain = e["args"]["domain"];
+    }
+    std::sort(durs.begin(), durs.end());
+    const auto& row = by_name.at(name);
+    double total = 0;
+    for (double d : durs) total += d;
+    auto nearest_rank = [&](double p) { return durs[static_cast<std::size_t>(std::ceil(p / 100 * durs.size())) - 1]; };
+    CHECK(row[0] == domain);
+    CHECK(row[2] == "host");
+    CHECK(std::stoul(row[3]) == durs.size());
+    CHECK(std::abs(std::stod(row[4]) - total) <= 0.001 * (durs.size() + 1));
+    CHECK(std::abs(std::stod(row[5]) - total / durs.size()) < 0.01);
+    CHECK(std::abs(std::stod(row[6]) - durs.front()) < 0.0015);
+    CHECK(std::abs(std::stod(row[7]) - durs.back()) < 0.0015);
+    CHECK(std::abs(std::stod(row[8]) - nearest_rank(50)) < 0.0015);
+    CHECK(std::abs(std::stod(row[9]) - nearest_rank(90)) < 0.0015);
+    CHECK(std::abs(std::stod(row[10]) - nearest_rank(99)) < 0.0015);
+  }
+  CHECK(std::stod(by_name.at("gemm")[7]) >= 400.0);  // the longest gemm slept 400 us
+}
+
+TEST_CASE("summary cells that a spreadsheet would run are neutralised and parse back") {
+  test::temp_dir dir;
+  const std::vector<std::string> names = {"=HYPERLINK(\"http://x\")", "+1", "-cmd", "@SUM(A1)", "a \"quoted\", name"};
+  auto t = test::record(test::config_in(dir), [&] {
+    for (const std::string& n : names) npuprof::scoped_range<> r{n};
+  });
+  const auto rows = read_csv(t.dir / "range_summary.csv");
+  REQUIRE(rows.size() == names.size() + 1);
+  std::set<std::string> seen;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    REQUIRE(rows[i].size() == 11);
+    seen.insert(rows[i][1]);
+  }
+  CHECK(seen.count("'=HYPERLINK(\"http://x\")") == 1);
+  CHECK(seen.count("'+1") == 1);
+  CHECK(seen.count("'-cmd") == 1);
+  CHECK(seen.count("'@SUM(A1)") == 1);
+  CHECK(seen.count("a \"quoted\", name") == 1);
+}

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #define SIM_API extern "C" __attribute__((visibility("default")))
 
@@ -125,6 +126,8 @@ struct runtime {
   std::map<std::string, failure> failures;
   std::once_flag default_once;
   stream* default_stream = nullptr;
+  std::mutex retired_mutex;
+  std::vector<stream*> retired;  // destroyed streams: kept so that handles are never reused
 
   aclError injected(const char* function) {
     if (!any_failure.load(std::memory_order_acquire)) return ACL_SUCCESS;
@@ -250,7 +253,10 @@ SIM_API aclError aclrtDestroyStream(aclrtStream s) {
   SIM_INJECT();
   if (s == nullptr) return NPUPROF_SIM_ERROR_INVALID_PARAM;
   // The worker stops; the handle is never reused for another stream.
-  static_cast<stream*>(s)->close();
+  auto* st = static_cast<stream*>(s);
+  st->close();
+  std::lock_guard<std::mutex> lock(rt().retired_mutex);
+  rt().retired.push_back(st);
   return ACL_SUCCESS;
 }
 

@@ -400,6 +400,7 @@ TEST_CASE("the simulated runtime runs each stream in order and completes events 
   aclrtEvent a = nullptr, b = nullptr;
   REQUIRE(aclrtCreateEventWithFlag(&a, ACL_EVENT_TIME_LINE) == ACL_SUCCESS);
   REQUIRE(aclrtCreateEventWithFlag(&b, ACL_EVENT_TIME_LINE) == ACL_SUCCESS);
+  npuprof_sim_launch_kernel(st, 20'000);  // busy: `a` and the next kernel start together
   REQUIRE(aclrtRecordEvent(a, st) == ACL_SUCCESS);
   npuprof_sim_launch_kernel(st, 20'000);
   REQUIRE(aclrtRecordEvent(b, st) == ACL_SUCCESS);

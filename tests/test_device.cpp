@@ -78,8 +78,9 @@ std::size_t check_flows(const test::trace& t) {
     CHECK(f->second["bp"] == "e");
     const json host = slice_at(s);
     const json dev = slice_at(f->second);
-    REQUIRE_MESSAGE(!host.is_null(), "flow " << id << " starts on no host slice");
-    REQUIRE_MESSAGE(!dev.is_null(), "flow " << id << " ends on no device slice");
+    const std::uint64_t flow = id;  // structured bindings cannot be captured in C++17
+    REQUIRE_MESSAGE(!host.is_null(), "flow " << flow << " starts on no host slice");
+    REQUIRE_MESSAGE(!dev.is_null(), "flow " << flow << " ends on no device slice");
     CHECK(!on_device(host));
     CHECK(on_device(dev));
     CHECK(host["name"] == dev["name"]);
@@ -494,8 +495,10 @@ TEST_CASE("markers are forwarded to the toolkit's mstx library with message, dom
     }
   }
   std::multiset<std::string> seen;
-  for (auto& [fid, what] : starts) {
-    CHECK_MESSAGE(ends[fid] == 1, what[1] << " ended " << ends[fid] << " times");
+  for (const auto& start : starts) {
+    const std::vector<std::string>& what = start.second;
+    const int n = ends[start.first];
+    CHECK_MESSAGE(n == 1, what[1] << " ended " << n << " times");
     seen.insert(what[0] + "|" + what[1] + "|" + what[2]);
   }
   const std::multiset<std::string> expected = {"kernels|gemm|" + stream, "default|copied|0",

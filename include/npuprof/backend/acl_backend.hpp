@@ -106,7 +106,7 @@ class acl_backend final : public device_recorder {
   /// What the metadata says about this backend and the session's device events.
   nlohmann::json describe() const {
     std::uint64_t issued = 0, in_flight = 0, streams = 0;
-    const_cast<event_pools&>(pools_).for_each_ready([&](event_pool& p) {
+    pools_.for_each_ready([&](const event_pool& p) {
       auto it = session_start_issued_.find(p.stream.load());
       issued += p.issued() - (it != session_start_issued_.end() ? it->second : 0);
       in_flight += p.issued() - p.resolved();
@@ -165,16 +165,25 @@ class acl_backend final : public device_recorder {
     std::fprintf(stderr, "npuprof: %s\n", degraded_text().c_str());
   }
 
-  std::int64_t event_device_ns(void* event) {
-    if (use_timestamp_) {
-      std::uint64_t us = 0;
-      if (rt_.event_get_timestamp(event, &us) != 0) return device_times::unknown;
-      return static_cast<std::int64_t>(us) * 1000;
-    }
-    if (latest_ref_ < 0) return device_times::unknown;
+  // The device time of a completed event, read with aclrtEventGetTimestamp.
+  std::int64_t timestamp_ns(void* event) const {
+    std::uint64_t us = 0;
+    if (rt_.event_get_timestamp(event, &us) != 0) return device_times::unknown;
+    return static_cast<std::int64_t>(us) * 1000;
+  }
+
+  // The device time of a completed event, as elapsed time since the latest
+  // reference event.
+  std::int64_t since_reference_ns(void* event) const {
     float ms = 0;
-    if (rt_.event_elapsed_time(&ms, ref_events_[latest_ref_], event) != 0) return device_times::unknown;
+    if (latest_ref_ < 0 || rt_.event_elapsed_time(&ms, ref_events_[latest_ref_], event) != 0) {
+      return device_times::unknown;
+    }
     return latest_ref_device_ns_ + static_cast<std::int64_t>(static_cast<double>(ms) * 1e6);
+  }
+
+  std::int64_t event_device_ns(void* event) const {
+    return use_timestamp_ ? timestamp_ns(event) : since_reference_ns(event);
   }
 
   void resolve_pool(event_pool& p) {
@@ -251,20 +260,12 @@ class acl_backend final : public device_recorder {
     void* ev = ref_events_[pending_ref_];
     std::int64_t dev = device_times::unknown;
     if (use_timestamp_) {
-      std::uint64_t us = 0;
-      if (rt_.event_get_timestamp(ev, &us) == 0) {
-        dev = static_cast<std::int64_t>(us) * 1000;
-      } else if (clock_.size() == 0) {
-        use_timestamp_ = false;  // not supported on this device: elapsed times from here on
-      }
+      dev = timestamp_ns(ev);
+      // Not supported on this device: elapsed times from here on.
+      if (dev == device_times::unknown && clock_.size() == 0) use_timestamp_ = false;
     }
     if (!use_timestamp_) {
-      float ms = 0;
-      if (latest_ref_ < 0) {
-        dev = 0;  // the first reference is the origin of the device axis
-      } else if (rt_.event_elapsed_time(&ms, ref_events_[latest_ref_], ev) == 0) {
-        dev = latest_ref_device_ns_ + static_cast<std::int64_t>(static_cast<double>(ms) * 1e6);
-      }
+      dev = latest_ref_ < 0 ? 0 : since_reference_ns(ev);  // the first reference is the origin
     }
     if (dev != device_times::unknown) {
       clock_.add(pending_ref_host_ns_, dev, pending_ref_window_ns_);

@@ -2,11 +2,10 @@
 // nothing Ascend is needed to build or to run without a device.
 #pragma once
 
-#include <dlfcn.h>
-
 #include <cstdint>
-#include <cstdlib>
 #include <string>
+
+#include "shared_library.hpp"
 
 namespace npuprof::detail {
 
@@ -30,51 +29,30 @@ struct acl_runtime {
   std::string path;        // the library as found
   bool simulated = false;  // npuprof's simulated runtime, not a device
 
-  /// Loads the runtime from `path` (or searches the usual places when it is
+  /// Loads the runtime from `wanted` (or searches the usual places when it is
   /// empty). On failure returns false and says why in `why`.
   bool load(std::string wanted, std::string& why) {
-    if (wanted.empty()) wanted = default_path();
-    void* lib = ::dlopen(wanted.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* e = ::dlerror();
-      why = "cannot load the Ascend runtime '" + wanted + "': " + (e != nullptr ? e : "unknown error");
-      return false;
-    }
-    path = wanted;
-    const char* missing = nullptr;
-    auto need = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
-      if (fn == nullptr && missing == nullptr) missing = name;
-    };
-    need(create_event_with_flag, "aclrtCreateEventWithFlag");
-    need(destroy_event, "aclrtDestroyEvent");
-    need(record_event, "aclrtRecordEvent");
-    need(synchronize_event, "aclrtSynchronizeEvent");
-    need(query_event_status, "aclrtQueryEventStatus");
-    need(event_elapsed_time, "aclrtEventElapsedTime");
-    need(get_device, "aclrtGetDevice");
-    need(create_stream, "aclrtCreateStream");
-    need(destroy_stream, "aclrtDestroyStream");
-    if (missing != nullptr) {
-      why = "the Ascend runtime '" + wanted + "' has no " + missing;
-      ::dlclose(lib);
-      return false;
-    }
-    event_get_timestamp =
-        reinterpret_cast<decltype(event_get_timestamp)>(::dlsym(lib, "aclrtEventGetTimestamp"));
-    simulated = ::dlsym(lib, "npuprof_sim_launch_kernel") != nullptr;
+    shared_library lib(wanted.empty() ? default_path() : wanted, "the Ascend runtime");
+    if (!lib.open(why)) return false;
+    lib.need(create_event_with_flag, "aclrtCreateEventWithFlag");
+    lib.need(destroy_event, "aclrtDestroyEvent");
+    lib.need(record_event, "aclrtRecordEvent");
+    lib.need(synchronize_event, "aclrtSynchronizeEvent");
+    lib.need(query_event_status, "aclrtQueryEventStatus");
+    lib.need(event_elapsed_time, "aclrtEventElapsedTime");
+    lib.need(get_device, "aclrtGetDevice");
+    lib.need(create_stream, "aclrtCreateStream");
+    lib.need(destroy_stream, "aclrtDestroyStream");
+    if (!lib.complete(why)) return false;
+    event_get_timestamp = lib.find<decltype(event_get_timestamp)>("aclrtEventGetTimestamp");
+    simulated = lib.find<void*>("npuprof_sim_launch_kernel") != nullptr;
+    path = lib.path();
     return true;  // the library stays loaded for the life of the process
   }
 
   /// NPUPROF_ACL_LIBRARY, else $ASCEND_HOME_PATH/lib64/libascendcl.so, else
   /// the loader's search path (which also finds a runtime already loaded).
-  static std::string default_path() {
-    if (const char* p = std::getenv("NPUPROF_ACL_LIBRARY"); p != nullptr && *p != '\0') return p;
-    if (const char* home = std::getenv("ASCEND_HOME_PATH"); home != nullptr && *home != '\0') {
-      return std::string(home) + "/lib64/libascendcl.so";
-    }
-    return "libascendcl.so";
-  }
+  static std::string default_path() { return toolkit_library_path("NPUPROF_ACL_LIBRARY", "libascendcl.so"); }
 };
 
 }  // namespace npuprof::detail

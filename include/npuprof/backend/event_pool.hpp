@@ -112,12 +112,21 @@ class event_pools {
 
   template <class F>
   void for_each_ready(F&& f) {
-    for (event_pool& p : pools_) {
+    each_ready(*this, f);
+  }
+  template <class F>
+  void for_each_ready(F&& f) const {
+    each_ready(*this, f);
+  }
+
+ private:
+  template <class Self, class F>
+  static void each_ready(Self& self, F& f) {
+    for (auto& p : self.pools_) {
       if (p.status.load(std::memory_order_acquire) == event_pool::state::ready) f(p);
     }
   }
 
- private:
   static std::size_t hash(void* p) noexcept {
     return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ULL >> 56);
   }

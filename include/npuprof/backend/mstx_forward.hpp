@@ -3,8 +3,6 @@
 // npuprof records.
 #pragma once
 
-#include <dlfcn.h>
-
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -20,6 +18,7 @@
 #include "../detail/platform.hpp"
 #include "../detail/record.hpp"
 #include "../detail/state.hpp"
+#include "shared_library.hpp"
 
 namespace npuprof::detail {
 
@@ -144,30 +143,17 @@ class mstx_forwarder final : public marker_forwarder {
   }
 
   bool load(const std::string& path, std::string& why) {
-    void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      const char* e = ::dlerror();
-      why = "cannot load '" + path + "': " + (e != nullptr ? e : "unknown error");
-      return false;
-    }
-    const char* missing = nullptr;
-    auto need = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
-      if (fn == nullptr && missing == nullptr) missing = name;
-    };
-    need(fn_.mark, "mstxMarkA");
-    need(fn_.range_start, "mstxRangeStartA");
-    need(fn_.range_end, "mstxRangeEnd");
-    need(fn_.get_tool_id, "mstxGetToolId");
-    need(fn_.domain_create, "mstxDomainCreateA");
-    need(fn_.domain_mark, "mstxDomainMarkA");
-    need(fn_.domain_range_start, "mstxDomainRangeStartA");
-    need(fn_.domain_range_end, "mstxDomainRangeEnd");
-    if (missing != nullptr) {
-      why = "'" + path + "' has no " + missing;
-      ::dlclose(lib);
-      return false;
-    }
+    shared_library lib(path, "the mstx library");
+    if (!lib.open(why)) return false;
+    lib.need(fn_.mark, "mstxMarkA");
+    lib.need(fn_.range_start, "mstxRangeStartA");
+    lib.need(fn_.range_end, "mstxRangeEnd");
+    lib.need(fn_.get_tool_id, "mstxGetToolId");
+    lib.need(fn_.domain_create, "mstxDomainCreateA");
+    lib.need(fn_.domain_mark, "mstxDomainMarkA");
+    lib.need(fn_.domain_range_start, "mstxDomainRangeStartA");
+    lib.need(fn_.domain_range_end, "mstxDomainRangeEnd");
+    if (!lib.complete(why)) return false;
     std::uint64_t tool = 0;
     fn_.get_tool_id(&tool);
     if (tool == npuprof_mstx_tool_id) {
@@ -178,13 +164,7 @@ class mstx_forwarder final : public marker_forwarder {
     return true;
   }
 
-  static std::string default_path() {
-    if (const char* p = std::getenv("NPUPROF_MSTX_LIBRARY"); p != nullptr && *p != '\0') return p;
-    if (const char* home = std::getenv("ASCEND_HOME_PATH"); home != nullptr && *home != '\0') {
-      return std::string(home) + "/lib64/libms_tools_ext.so";
-    }
-    return "libms_tools_ext.so";
-  }
+  static std::string default_path() { return toolkit_library_path("NPUPROF_MSTX_LIBRARY", "libms_tools_ext.so"); }
 
   functions fn_;
   std::string path_;

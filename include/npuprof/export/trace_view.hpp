@@ -85,7 +85,8 @@ class trace_view_writer {
     std::size_t event;
   };
 
-  static bool earlier(const trace_event& a, const trace_event& b) {
+  template <class Event>
+  static bool earlier(const Event& a, const Event& b) {
     if (a.ts != b.ts) return a.ts < b.ts;
     return a.dur > b.dur;  // longer first, so the parent comes before its child
   }
@@ -132,19 +133,25 @@ class trace_view_writer {
     }
   }
 
+  // The first lane (a stack of open slices) where `s` nests; a new one if none.
+  static std::size_t lane_for(std::vector<std::vector<span>>& lanes, const span& s) {
+    std::size_t lane = 0;
+    for (; lane < lanes.size(); ++lane) {
+      auto& stack = lanes[lane];
+      while (!stack.empty() && stack.back().end <= s.begin) stack.pop_back();
+      if (stack.empty() || stack.back().end >= s.end) return lane;
+    }
+    lanes.emplace_back();
+    return lane;
+  }
+
   void place_on_lanes(std::vector<std::size_t>& moved) {
     const auto& ev = data_.events;
     std::sort(moved.begin(), moved.end(), [&](std::size_t a, std::size_t b) { return earlier(ev[a], ev[b]); });
     std::vector<std::vector<span>> lanes;
     for (std::size_t i : moved) {
       const span s{ev[i].ts, ev[i].ts + ev[i].dur, i};
-      std::size_t lane = 0;
-      for (; lane < lanes.size(); ++lane) {
-        auto& stack = lanes[lane];
-        while (!stack.empty() && stack.back().end <= s.begin) stack.pop_back();
-        if (stack.empty() || stack.back().end >= s.end) break;
-      }
-      if (lane == lanes.size()) lanes.emplace_back();
+      const std::size_t lane = lane_for(lanes, s);
       lanes[lane].push_back(s);
       track_[i] = lane_tid_base + static_cast<std::uint32_t>(lane);
     }
@@ -175,9 +182,14 @@ class trace_view_writer {
 
   void write_meta_event(fmt::memory_buffer& out, const char* what, std::uint32_t tid, bool with_tid,
                         std::string_view key, std::string_view text, long number) {
+    write_meta_event_of(out, data_.pid, what, tid, with_tid, key, text, number);
+  }
+
+  void write_meta_event_of(fmt::memory_buffer& out, std::uint32_t pid, const char* what, std::uint32_t tid,
+                           bool with_tid, std::string_view key, std::string_view text, long number) {
     out.append(std::string_view(first_ ? "\n" : ",\n"));
     first_ = false;
-    fmt::format_to(std::back_inserter(out), R"({{"name":"{}","ph":"M","pid":{})", what, data_.pid);
+    fmt::format_to(std::back_inserter(out), R"({{"name":"{}","ph":"M","pid":{})", what, pid);
     if (with_tid) fmt::format_to(std::back_inserter(out), R"(,"tid":{})", tid);
     fmt::format_to(std::back_inserter(out), R"(,"args":{{"{}":)", key);
     if (key == "name") {
@@ -271,10 +283,7 @@ class trace_view_writer {
     device_track_.assign(dev.size(), 0);
     std::vector<std::size_t> order(dev.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      if (dev[a].ts != dev[b].ts) return dev[a].ts < dev[b].ts;
-      return dev[a].dur > dev[b].dur;
-    });
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return earlier(dev[a], dev[b]); });
     std::map<std::uint64_t, std::vector<std::vector<span>>> lanes;  // stream → lanes of open slices
     for (std::size_t i : order) {
       const device_event& e = dev[i];
@@ -283,13 +292,7 @@ class trace_view_writer {
       if (found == streams_.end()) streams_.push_back(e.stream);
       auto& stream_lanes = lanes[e.stream];
       const span sp{e.ts, e.ts + e.dur, i};
-      std::size_t lane = 0;
-      for (; lane < stream_lanes.size(); ++lane) {
-        auto& stack = stream_lanes[lane];
-        while (!stack.empty() && stack.back().end <= sp.begin) stack.pop_back();
-        if (stack.empty() || stack.back().end >= sp.end) break;
-      }
-      if (lane == stream_lanes.size()) stream_lanes.emplace_back();
+      const std::size_t lane = lane_for(stream_lanes, sp);
       if (!e.instant) stream_lanes[lane].push_back(sp);
       device_track_[i] = index + 1 + static_cast<std::uint32_t>(lane) * device_overlap_tid_step;
       lanes_used_[index + 1] = std::max<std::size_t>(lanes_used_[index + 1], lane + 1);
@@ -310,17 +313,7 @@ class trace_view_writer {
     std::string process = fmt::format("NPU {}", data_.device_id);
     if (data_.device_simulated) process += " (simulated)";
     auto meta = [&](const char* what, std::uint32_t tid, bool with_tid, std::string_view key, std::string_view text,
-                    long number) {
-      fmt::format_to(std::back_inserter(out), R"(,{}{{"name":"{}","ph":"M","pid":{})", '\n', what, pid);
-      if (with_tid) fmt::format_to(std::back_inserter(out), R"(,"tid":{})", tid);
-      fmt::format_to(std::back_inserter(out), R"(,"args":{{"{}":)", key);
-      if (key == "name") {
-        append_json_string(out, text);
-      } else {
-        fmt::format_to(std::back_inserter(out), "{}", number);
-      }
-      out.append(std::string_view("}}"));
-    };
+                    long number) { write_meta_event_of(out, pid, what, tid, with_tid, key, text, number); };
     meta("process_name", 0, false, "name", process, 0);
     meta("process_sort_index", 0, false, "sort_index", "", 1);
     long index = 0;
@@ -341,8 +334,7 @@ class trace_view_writer {
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       if (device_track_[a] != device_track_[b]) return device_track_[a] < device_track_[b];
-      if (dev[a].ts != dev[b].ts) return dev[a].ts < dev[b].ts;
-      return dev[a].dur > dev[b].dur;
+      return earlier(dev[a], dev[b]);
     });
     return order;
   }

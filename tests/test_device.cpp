@@ -524,3 +524,59 @@ TEST_CASE("forwarding can be switched off, and is off without a toolkit library"
   CHECK(t2.meta["backend"]["mstx_forward"]["library"].is_null());
   CHECK(t2.meta["backend"]["mstx_forward"]["reason"].get<std::string>().find("/nonexistent") != std::string::npos);
 }
+
+TEST_CASE("schedule cycles and flight recorder dumps carry their device slices") {
+  static const npuprof::registered_string<kernels> gemm{"gemm"};
+  aclrtStream stream = new_stream();
+  auto launch_ranges = [&](int n) {
+    npuprof_sim_launch_kernel(stream, 5'000);  // busy stream
+    for (int i = 0; i < n; ++i) {
+      npuprof::scoped_range<kernels> r{gemm, stream};
+      npuprof_sim_launch_kernel(stream, 500);
+    }
+    REQUIRE(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+  };
+  SUBCASE("schedule: each cycle has the device slices of its own steps") {
+    test::temp_dir dir;
+    auto cfg = device_config(dir);
+    cfg.schedule = npuprof::schedule{/*wait*/ 1, /*active*/ 1};
+    std::vector<test::fs::path> cycles;
+    cfg.on_trace_ready = [&](const test::fs::path& p) { cycles.push_back(p); };
+    npuprof::session s{cfg};
+    s.start();
+    for (int step = 0; step < 4; ++step) {
+      launch_ranges(step + 1);
+      s.step();
+    }
+    s.stop();
+    REQUIRE(cycles.size() == 2);
+    for (std::size_t c = 0; c < 2; ++c) {
+      const test::trace t = test::load(cycles[c]);
+      const std::size_t expected = c == 0 ? 2 : 4;  // steps 1 and 3 recorded
+      CHECK(host_of(t, "gemm").size() == expected);
+      CHECK(device_of(t, stream).size() == expected);
+      CHECK(check_flows(t) == expected);
+      CHECK(t.count_of("device_unresolved") == 0);
+    }
+  }
+  SUBCASE("flight recorder: two dumps, both with every device slice of the window") {
+    test::temp_dir dir;
+    auto cfg = device_config(dir);
+    cfg.flight.enabled = true;
+    cfg.flight.window_s = 60;
+    npuprof::session s{cfg};
+    s.start();
+    launch_ranges(10);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // resolved by the background thread
+    const test::trace a = test::load(s.dump("first"));
+    launch_ranges(5);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const test::trace b = test::load(s.dump("second"));
+    s.cancel();
+    CHECK(device_of(a, stream).size() == 10);
+    CHECK(check_flows(a) == 10);
+    CHECK(device_of(b, stream).size() == 15);
+    CHECK(check_flows(b) == 15);
+    CHECK(b.count_of("device_unresolved") == 0);
+  }
+}

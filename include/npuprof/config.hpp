@@ -3,11 +3,15 @@
 #pragma once
 
 #include <algorithm>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -16,8 +20,27 @@
 #include <nlohmann/json.hpp>
 
 #include "error.hpp"
+#include "schedule.hpp"
 
 namespace npuprof {
+
+/// `flight_recorder`: always-on mode. The session keeps only the most recent
+/// window of events, within a memory cap, and writes it when asked
+/// (npuprof::dump(), the signal, stop() or the end of the process).
+struct flight_recorder {
+  bool enabled = false;
+  /// `window_s`: how far back a dump reaches.
+  double window_s = 60;
+  /// `memory_mb`: cap on all event memory of the session (it replaces
+  /// buffer_size_kb); the window keeps at most half of it, the rest is for
+  /// the chunks threads are writing and the ready reserve.
+  std::size_t memory_mb = 64;
+  /// `signal`: a signal that asks for a dump ("SIGUSR1", "SIGUSR2" or
+  /// "none"); its handler only sets a flag, the dump runs on npuprof's thread.
+  int signal = SIGUSR1;
+  /// `dump_at_exit`: a session still running at exit writes its window.
+  bool dump_at_exit = true;
+};
 
 /// Everything a session can be told. Defaults suit a developer's run: all
 /// markers on, output in the current directory.
@@ -62,6 +85,17 @@ struct config {
   /// Gives the session's trace id (e.g. the id of a request or a job);
   /// without it one is generated.
   std::function<std::string()> trace_id_callback;
+  /// `schedule`: which steps record (see npuprof::schedule); without one,
+  /// everything between start() and stop() records.
+  std::optional<::npuprof::schedule> schedule;
+  /// Called with each output directory the session writes (schedule cycles,
+  /// dumps, stop), on the thread that wrote it.
+  std::function<void(const std::filesystem::path&)> on_trace_ready;
+  /// `flight_recorder`: always-on mode, see npuprof::flight_recorder.
+  ::npuprof::flight_recorder flight;
+  /// `min_duration_us`: ranges shorter than this are left out of the output
+  /// (and counted), so an always-on trace keeps the slow ones.
+  std::uint64_t min_duration_us = 0;
   /// `mstx_library`: that library (default: NPUPROF_MSTX_LIBRARY, else
   /// $ASCEND_HOME_PATH/lib64/libms_tools_ext.so, else the loader's search).
   std::string mstx_library;
@@ -131,7 +165,7 @@ inline const std::vector<std::string_view>& known_config_keys() {
       "mstx", "msprof_tx", "mstx_domain_include", "mstx_domain_exclude", "output_dir",
       "worker_name", "buffer_size_kb", "chunk_size_kb", "flush_interval_ms", "backend", "acl_library",
       "device_events_per_stream", "device_wait_ms", "mstx_forward", "mstx_library", "rank", "local_rank",
-      "world_size"};
+      "world_size", "schedule", "flight_recorder", "min_duration_us"};
   return keys;
 }
 
@@ -202,6 +236,75 @@ inline void check_filters(config& cfg) {
   }
 }
 
+inline ::npuprof::schedule json_schedule(const std::string& source, const nlohmann::json& v) {
+  if (!v.is_object()) {
+    key_error(source, "schedule", "expected an object like {\"wait\": 1, \"active\": 2}, got " + json_type_name(v));
+  }
+  ::npuprof::schedule s;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string key = "schedule." + it.key();
+    long* field = it.key() == "wait"         ? &s.wait
+                  : it.key() == "active"     ? &s.active
+                  : it.key() == "warmup"     ? &s.warmup
+                  : it.key() == "repeat"     ? &s.repeat
+                  : it.key() == "skip_first" ? &s.skip_first
+                                             : nullptr;
+    if (field == nullptr) key_error(source, key, "unknown; expected wait, active, warmup, repeat or skip_first");
+    if (!it->is_number_integer() || it->get<long long>() > 1'000'000'000 || it->get<long long>() < -1'000'000'000) {
+      key_error(source, key, "expected an integer, got " + (it->is_number() ? it->dump() : json_type_name(*it)));
+    }
+    *field = static_cast<long>(it->get<long long>());
+  }
+  if (const std::string why = s.problem(); !why.empty()) key_error(source, "schedule", why);
+  return s;
+}
+
+/// A signal by name ("SIGUSR1", "USR2", "none") or number.
+inline bool parse_signal(const std::string& text, int& out) {
+  std::string name = text;
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  if (name == "USR1") return out = SIGUSR1, true;
+  if (name == "USR2") return out = SIGUSR2, true;
+  if (text == "none" || text == "0") return out = 0, true;
+  return false;
+}
+
+inline std::string signal_name(int sig) {
+  if (sig == 0) return "none";
+  if (sig == SIGUSR1) return "SIGUSR1";
+  if (sig == SIGUSR2) return "SIGUSR2";
+  return std::to_string(sig);
+}
+
+inline ::npuprof::flight_recorder json_flight_recorder(const std::string& source, const nlohmann::json& v) {
+  ::npuprof::flight_recorder f;
+  if (v.is_boolean()) {
+    f.enabled = v.get<bool>();
+    return f;
+  }
+  if (!v.is_object()) key_error(source, "flight_recorder", "expected true, false or an object, got " + json_type_name(v));
+  f.enabled = true;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string key = "flight_recorder." + it.key();
+    if (it.key() == "enabled" || it.key() == "dump_at_exit") {
+      if (!it->is_boolean()) key_error(source, key, "expected true or false, got " + json_type_name(*it));
+      (it.key() == "enabled" ? f.enabled : f.dump_at_exit) = it->get<bool>();
+    } else if (it.key() == "window_s") {
+      if (!it->is_number()) key_error(source, key, "expected a number of seconds, got " + json_type_name(*it));
+      f.window_s = it->get<double>();
+    } else if (it.key() == "memory_mb") {
+      f.memory_mb = json_unsigned<std::size_t>(source, key, *it);
+    } else if (it.key() == "signal") {
+      if (!it->is_string() || !parse_signal(it->get<std::string>(), f.signal)) {
+        key_error(source, key, "expected \"SIGUSR1\", \"SIGUSR2\" or \"none\", got " + it->dump());
+      }
+    } else {
+      key_error(source, key, "unknown; expected enabled, window_s, memory_mb, signal or dump_at_exit");
+    }
+  }
+  return f;
+}
+
 }  // namespace detail
 
 inline config config::from_json(std::string_view text, const std::string& source) {
@@ -254,6 +357,12 @@ inline config config::from_json(std::string_view text, const std::string& source
         detail::key_error(source, key, "expected an integer from -1 to 1000000, got " + v.dump());
       }
       (key == "rank" ? cfg.rank : key == "local_rank" ? cfg.local_rank : cfg.world_size) = v.get<int>();
+    } else if (key == "schedule") {
+      cfg.schedule = detail::json_schedule(source, v);
+    } else if (key == "flight_recorder") {
+      cfg.flight = detail::json_flight_recorder(source, v);
+    } else if (key == "min_duration_us") {
+      cfg.min_duration_us = detail::json_unsigned<std::uint64_t>(source, key, v);
     } else if (key == "device_wait_ms") {
       cfg.device_wait_ms = detail::json_unsigned<unsigned>(source, key, v);
     } else if (key == "buffer_size_kb") {
@@ -328,6 +437,14 @@ inline void config::apply_env() {
   std::size_t events = device_events_per_stream;
   number("NPUPROF_DEVICE_EVENTS_PER_STREAM", events);
   device_events_per_stream = static_cast<std::uint32_t>(std::min<std::size_t>(events, std::size_t{1} << 30));
+  if (const char* v = env("NPUPROF_FLIGHT_RECORDER")) {
+    if (!detail::parse_bool_text(v, flight.enabled)) {
+      env_error("NPUPROF_FLIGHT_RECORDER", std::string("expected 1/0, true/false, on/off or yes/no, got '") + v + "'");
+    }
+  }
+  std::size_t min_us = static_cast<std::size_t>(min_duration_us);
+  number("NPUPROF_MIN_DURATION_US", min_us);
+  min_duration_us = min_us;
   std::size_t wait = device_wait_ms;
   number("NPUPROF_DEVICE_WAIT_MS", wait);
   device_wait_ms = static_cast<unsigned>(std::min<std::size_t>(wait, 1u << 30));
@@ -372,6 +489,21 @@ inline void config::validate() const {
   if (world_size >= 0 && rank >= world_size) {
     bad("rank", "must be below world_size (" + std::to_string(world_size) + "), got " + std::to_string(rank));
   }
+  if (schedule) {
+    if (const std::string why = schedule->problem(); !why.empty()) bad("schedule", why);
+    if (flight.enabled) bad("schedule", "cannot be used together with flight_recorder");
+  }
+  if (flight.enabled) {
+    if (!(flight.window_s > 0 && flight.window_s <= 7 * 24 * 3600.0)) {
+      bad("flight_recorder.window_s", "must be above 0 and at most a week (604800), got " + std::to_string(flight.window_s));
+    }
+    if (flight.memory_mb < 1 || flight.memory_mb > 1024 * 1024) {
+      bad("flight_recorder.memory_mb", "must be between 1 and 1048576, got " + std::to_string(flight.memory_mb));
+    }
+    if (flight.memory_mb * 1024 < 4 * chunk_size_kb) {
+      bad("flight_recorder.memory_mb", "must hold at least 4 chunks of chunk_size_kb (" + std::to_string(chunk_size_kb) + ")");
+    }
+  }
   if (device_wait_ms > 600'000) {
     bad("device_wait_ms", "must be at most 600000, got " + std::to_string(device_wait_ms));
   }
@@ -395,6 +527,14 @@ inline nlohmann::json config::to_json() const {
           {"rank", rank},
           {"local_rank", local_rank},
           {"world_size", world_size},
+          {"schedule", schedule ? schedule->to_json() : nlohmann::json(nullptr)},
+          {"flight_recorder",
+           {{"enabled", flight.enabled},
+            {"window_s", flight.window_s},
+            {"memory_mb", flight.memory_mb},
+            {"signal", detail::signal_name(flight.signal)},
+            {"dump_at_exit", flight.dump_at_exit}}},
+          {"min_duration_us", min_duration_us},
           {"source", source}};
 }
 

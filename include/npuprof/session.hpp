@@ -25,6 +25,8 @@
 #include "clock.hpp"
 #include "config.hpp"
 #include "detail/decode.hpp"
+#include "detail/dump_signal.hpp"
+#include "detail/event_filter.hpp"
 #include "detail/state.hpp"
 #include "error.hpp"
 #include "export/file.hpp"
@@ -32,26 +34,44 @@
 #include "export/output_dir.hpp"
 #include "export/summary.hpp"
 #include "export/trace_view.hpp"
+#include "schedule.hpp"
 #include "trace_data.hpp"
 
 namespace npuprof {
 
+class session;
+namespace detail {
+inline void stop_active_session_at_exit();
+}
+
 /// Records markers between start() and stop(), then writes an output
-/// directory with trace_view.json and profiler_metadata.json. One session can
-/// run at a time in a process; one still running when the process exits is
-/// stopped and written then.
+/// directory with trace_view.json, profiler_metadata.json and
+/// range_summary.csv. One session can run at a time in a process; one still
+/// running when the process exits is stopped and written then.
 ///
 ///     npuprof::session s{npuprof::config::from_env()};
 ///     s.start();
 ///     ...
 ///     std::filesystem::path dir = s.stop();
+///
+/// With a schedule (config::schedule), step() ends each step and every
+/// completed cycle is written as its own directory. As a flight recorder
+/// (config::flight) the session keeps only its last window and dump() writes
+/// it while recording goes on.
 class session {
  public:
   explicit session(config cfg = config::from_env()) : cfg_(std::move(cfg)) { cfg_.validate(); }
 
+  /// A session still running is stopped and written (a flight recorder
+  /// with dump_at_exit false only stops).
   ~session() {
     if (!running()) return;
     try {
+      if (cfg_.flight.enabled && !cfg_.flight.dump_at_exit) {
+        cancel();
+        return;
+      }
+      stop_reason_ = "session destroyed";
       stop();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "%s\n", e.what());
@@ -68,6 +88,8 @@ class session {
   /// Stops recording and writes the output directory under the configured
   /// output_dir. Returns its path. Throws npuprof::error when it cannot be
   /// written; the data is kept, and write_to() can write it elsewhere.
+  /// Under a schedule, writes the cycle in progress if it was recording and
+  /// returns the last directory written (empty when there was none).
   std::filesystem::path stop();
 
   /// Stops recording and throws away what was recorded, writing nothing.
@@ -76,43 +98,86 @@ class session {
   /// Throws away what was recorded so far and goes on recording.
   void clear();
 
+  /// Ends the current step. Under a schedule, the next step's action takes
+  /// effect, and the cycle whose last recording step just ended is written
+  /// (on this thread). Without one, steps are only counted.
+  void step();
+
+  /// Writes what the session holds now (a flight recorder: its window) into
+  /// a new output directory and returns its path; recording goes on, and
+  /// nothing is taken away, so two dumps in a row give two complete traces.
+  std::filesystem::path dump(const std::string& reason = "requested");
+
   /// Writes the data of the last stop() into a new output directory under
   /// `parent` and returns its path.
   std::filesystem::path write_to(const std::string& parent);
 
   bool running() const noexcept { return running_.load(std::memory_order_acquire); }
   const config& configuration() const noexcept { return cfg_; }
-  /// The directory the last stop() or write_to() wrote.
+  /// The directory the session wrote last.
   const std::filesystem::path& output_path() const noexcept { return output_; }
-  /// The data collected by the last stop().
+  /// The data collected by the last stop() (or schedule cycle).
   const trace_data& data() const noexcept { return *data_; }
   /// This session's trace id, written to the metadata: from
   /// config::trace_id_callback, else generated.
   const std::string& trace_id() const noexcept { return trace_id_; }
+  /// Steps ended so far, and what the current one does.
+  long current_step() const noexcept { return step_; }
+  step_action current_action() const noexcept { return action_; }
 
   /// Adds `key: value` to the "user" section of profiler_metadata.json (the
   /// model, the build, the request mix...). A later value for a key wins.
   void add_metadata(const std::string& key, nlohmann::json value) { user_metadata_[key] = std::move(value); }
 
  private:
+  friend void detail::stop_active_session_at_exit();
+  using segments = std::deque<detail::segment>;
+
   void halt();
   void recycle_segments();
+  void drop_oldest_segment();
+  void trim_window();
   void drain_loop();
+  void start_signal_dump();
   void drain_full_chunks();
   void collect_live_chunks();
   void discard_stale_records();
-  std::shared_ptr<trace_data> collect(clock_point end);
+  std::shared_ptr<trace_data> collect(const segments& from_segments, clock_point from, clock_point end,
+                                      const detail::device_times* device, bool take_counts);
+  void finish_data(trace_data& d, std::int64_t end_ns);
+  std::filesystem::path write_data(const trace_data& d, const std::string& parent);
+  std::filesystem::path deliver(const trace_data& d);
+  nlohmann::json cycle_note(bool partial) const;
+  static bool records(step_action a) noexcept {
+    return a == step_action::record || a == step_action::record_and_save;
+  }
 
   config cfg_;
-  std::vector<detail::segment> segments_;
+  segments segments_;
   std::deque<std::vector<std::uint64_t>> copies_;  // records of chunks given back early
+  std::size_t held_bytes_ = 0;                     // memory segments_ keep from the pool
+  std::uint64_t evicted_bytes_ = 0;                // flight recorder: let go for the memory cap
+  std::int64_t evicted_until_ns_ = 0;              // ... records before this may be missing
   std::thread drainer_;
   std::mutex wake_mutex_;
   std::condition_variable wake_;
   bool stop_requested_ = false;
   std::atomic<bool> running_{false};
   clock_point start_point_{};
+  clock_point cut_point_{};  // records before it belong to an earlier cycle
   std::int64_t wall_start_ = 0;
+  long step_ = 0;
+  long cycle_ = 0;
+  step_action action_ = step_action::record;
+  // Serialises dumps with everything that recycles segments. Taken before
+  // state().control; the drainer only ever tries it.
+  std::mutex dump_mutex_;
+  std::thread dumper_;  // a dump asked for by signal (guarded by control)
+  std::atomic<bool> dumper_busy_{false};
+  bool stopping_ = false;  // guarded by control
+  int dumps_ = 0;
+  std::string stop_reason_ = "stop";
+  detail::dump_signal signal_;
   detail::acl_backend* device_ = nullptr;  // null: host only
   nlohmann::json backend_note_;
   detail::device_times device_times_;
@@ -122,15 +187,30 @@ class session {
   nlohmann::json user_metadata_ = nlohmann::json::object();
 };
 
+/// Dumps the running session (see session::dump): for an admin endpoint or a
+/// watchdog of a server running a flight recorder. Throws npuprof::error when
+/// no session is running.
+inline std::filesystem::path dump(const std::string& reason = "requested");
+
 namespace detail {
 
 inline void stop_active_session_at_exit() {
   session* s = state().active.load(std::memory_order_acquire);
   if (s == nullptr || !s->running()) return;
   try {
+    const flight_recorder& flight = s->configuration().flight;
+    if (flight.enabled && !flight.dump_at_exit) {
+      s->cancel();
+      return;
+    }
+    s->stop_reason_ = "exit";
     const auto dir = s->stop();
-    std::fprintf(stderr, "npuprof: session still running at exit: stopped, trace written to %s\n",
-                 dir.string().c_str());
+    if (dir.empty()) {
+      std::fprintf(stderr, "npuprof: session still running at exit: stopped, nothing to write\n");
+    } else {
+      std::fprintf(stderr, "npuprof: session still running at exit: stopped, trace written to %s\n",
+                   dir.string().c_str());
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
   }
@@ -150,6 +230,10 @@ inline std::string process_name() {
   return name.empty() ? std::string("process") : name;
 }
 
+inline std::size_t segment_bytes(const segment& s) {
+  return s.owned ? s.source->bytes : static_cast<std::size_t>(s.to - s.from) * sizeof(std::uint64_t);
+}
+
 }  // namespace detail
 
 inline void session::start() {
@@ -160,13 +244,21 @@ inline void session::start() {
     throw error("npuprof: cannot start a session: another session is already running in this process; "
                 "stop it first");
   }
-  st.pool.configure(cfg_.chunk_size_kb * 1024, cfg_.buffer_size_kb * 1024);
+  const std::size_t cap = cfg_.flight.enabled ? cfg_.flight.memory_mb << 20 : cfg_.buffer_size_kb * 1024;
+  st.pool.configure(cfg_.chunk_size_kb * 1024, cap);
   discard_stale_records();
   st.pool.top_up();
   trace_id_ = cfg_.trace_id_callback ? cfg_.trace_id_callback() : std::string();
   if (trace_id_.empty()) trace_id_ = detail::new_trace_id();
-  start_point_ = sample_clock();
+  start_point_ = cut_point_ = sample_clock();
+  stop_reason_ = "stop";
   wall_start_ = wall_ns() - (steady_ns() - start_point_.steady);
+  step_ = cycle_ = 0;
+  dumps_ = 0;
+  evicted_bytes_ = 0;
+  evicted_until_ns_ = 0;
+  stopping_ = false;
+  action_ = cfg_.schedule ? cfg_.schedule->action(0) : step_action::record;
 
   st.domains.set_filter({cfg_.mstx, cfg_.domain_include, cfg_.domain_exclude});
   detail::backend_choice backend = detail::choose_backend(cfg_);
@@ -182,7 +274,11 @@ inline void session::start() {
   }
   st.active.store(this, std::memory_order_release);
   running_.store(true, std::memory_order_release);
-  st.domains.set_recording(true);
+  st.domains.set_recording(records(action_));
+  if (cfg_.flight.enabled) {
+    detail::dump_signal::take();  // a signal raised before this session is not for it
+    signal_.install(cfg_.flight.signal);
+  }
 
   stop_requested_ = false;
   drainer_ = std::thread([this] { drain_loop(); });
@@ -192,15 +288,21 @@ inline void session::start() {
   }
 }
 
-// Switches recording off, stops the drainer and takes every published record.
+// Switches recording off, stops the background threads and takes every
+// published record.
 inline void session::halt() {
   detail::process_state& st = detail::state();
+  std::thread dumper;
   {
     std::lock_guard<std::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: cannot stop the session: it is not running");
     st.domains.set_recording(false);
     st.domains.set_forwarding(false);
+    stopping_ = true;
+    dumper = std::move(dumper_);
   }
+  if (dumper.joinable()) dumper.join();
+  signal_.restore();
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
     stop_requested_ = true;
@@ -224,44 +326,195 @@ inline void session::recycle_segments() {
   }
   segments_.clear();
   copies_.clear();
+  held_bytes_ = 0;
+}
+
+inline void session::drop_oldest_segment() {
+  const detail::segment& s = segments_.front();
+  held_bytes_ -= detail::segment_bytes(s);
+  if (s.owned) {
+    detail::state().pool.recycle(s.source);
+  } else if (s.source == nullptr) {
+    copies_.pop_front();  // copies are made in the order of their segments
+  }
+  segments_.pop_front();
+}
+
+// Flight recorder: segments drained before the window are no longer needed;
+// and the window keeps half the memory cap at most, so that recording
+// threads always find free chunks.
+inline void session::trim_window() {
+  std::unique_lock<std::mutex> dumping(dump_mutex_, std::try_to_lock);
+  if (!dumping.owns_lock()) return;  // a dump reads them: trim next time
+  const std::int64_t now = steady_ns();
+  const auto oldest = now - static_cast<std::int64_t>(cfg_.flight.window_s * 1e9);
+  const std::size_t keep_bytes = (cfg_.flight.memory_mb << 20) / 2;
+  while (!segments_.empty() && segments_.front().drained_ns < oldest) drop_oldest_segment();
+  while (!segments_.empty() && held_bytes_ > keep_bytes) {
+    evicted_bytes_ += detail::segment_bytes(segments_.front());
+    evicted_until_ns_ = segments_.front().drained_ns;
+    drop_oldest_segment();
+  }
+  if (device_ != nullptr) device_->forget_before(oldest);
+}
+
+inline nlohmann::json session::cycle_note(bool partial) const {
+  const long active = cfg_.schedule->active;
+  const long last = partial ? step_ : step_ - 1;
+  const long cycle_start = cfg_.schedule->skip_first +
+                           cycle_ * (cfg_.schedule->wait + cfg_.schedule->warmup + active) +
+                           cfg_.schedule->wait + cfg_.schedule->warmup;
+  return {{"mode", "schedule"},
+          {"cycle", cycle_},
+          {"record_steps", {cycle_start, last}},
+          {"complete", !partial},
+          {"schedule", cfg_.schedule->to_json()}};
 }
 
 inline std::filesystem::path session::stop() {
+  std::lock_guard<std::mutex> dumping(dump_mutex_);
   halt();
+  bool write = true;
   {
     std::lock_guard<std::recursive_mutex> lock(detail::state().control);
-    data_ = collect(sample_clock());
+    const clock_point end = sample_clock();
+    if (cfg_.schedule && !records(action_)) {
+      write = false;  // stopped between cycles: everything was written
+    } else {
+      data_ = collect(segments_, cut_point_, end, device_ != nullptr ? &device_times_ : nullptr, true);
+      if (cfg_.schedule) data_->collection = cycle_note(true);
+      if (cfg_.flight.enabled) data_->collection["reason"] = stop_reason_;
+      finish_data(*data_, end.steady);
+    }
+    device_times_ = detail::device_times();
     recycle_segments();
     running_.store(false, std::memory_order_release);
     detail::state().active.store(nullptr, std::memory_order_release);
   }
-  return write_to(cfg_.output_dir);
+  if (!write) return output_;
+  return deliver(*data_);
 }
-
 inline void session::cancel() {
+  std::lock_guard<std::mutex> dumping(dump_mutex_);
   halt();
   std::lock_guard<std::recursive_mutex> lock(detail::state().control);
+  device_times_ = detail::device_times();
   recycle_segments();
   running_.store(false, std::memory_order_release);
   detail::state().active.store(nullptr, std::memory_order_release);
 }
 
 inline void session::clear() {
+  std::lock_guard<std::mutex> dumping(dump_mutex_);
   std::lock_guard<std::recursive_mutex> lock(detail::state().control);
   drain_full_chunks();
   recycle_segments();
   discard_stale_records();
 }
 
+inline void session::step() {
+  std::shared_ptr<trace_data> cycle;
+  {
+    std::lock_guard<std::mutex> dumping(dump_mutex_);
+    detail::process_state& st = detail::state();
+    std::lock_guard<std::recursive_mutex> lock(st.control);
+    if (!running()) throw error("npuprof: step(): the session is not running");
+    const step_action ended = action_;
+    ++step_;
+    if (!cfg_.schedule) return;
+    action_ = cfg_.schedule->action(step_);
+    st.domains.set_recording(records(action_));
+    if (ended == step_action::record_and_save) {
+      drain_full_chunks();
+      collect_live_chunks();
+      detail::device_times device;
+      if (device_ != nullptr) device = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
+      const clock_point end = sample_clock();
+      cycle = collect(segments_, cut_point_, end, device_ != nullptr ? &device : nullptr, true);
+      cycle->collection = cycle_note(false);
+      finish_data(*cycle, end.steady);
+      recycle_segments();
+      cut_point_ = end;
+      ++cycle_;
+    } else if (!records(ended) && records(action_)) {
+      // A new cycle records from here: what came before belongs to none.
+      drain_full_chunks();
+      recycle_segments();
+      discard_stale_records();
+      cut_point_ = sample_clock();
+    }
+    if (action_ == step_action::warmup) st.pool.top_up();
+  }
+  if (cycle) {
+    data_ = cycle;
+    deliver(*cycle);
+  }
+}
+
+inline std::filesystem::path session::dump(const std::string& reason) {
+  std::lock_guard<std::mutex> dumping(dump_mutex_);
+  detail::process_state& st = detail::state();
+  segments taken;
+  std::deque<std::vector<std::uint64_t>> live;  // stable addresses for the segments
+  detail::device_times device;
+  clock_point from{}, end{};
+  {
+    std::lock_guard<std::recursive_mutex> lock(st.control);
+    if (!running()) throw error("npuprof: cannot dump: the session is not running");
+    drain_full_chunks();
+    taken = segments_;
+    // What threads are writing now is copied, not taken: they go on
+    // writing those chunks, and the next dump sees it again.
+    st.threads.for_each_live([&](detail::thread_buffer& tb) {
+      detail::chunk* c = tb.current.load(std::memory_order_acquire);
+      if (c == nullptr) return;
+      std::uint64_t* published = c->published.load(std::memory_order_acquire);
+      if (published <= c->unread) return;
+      const std::vector<std::uint64_t>& copy = live.emplace_back(c->unread, published);
+      taken.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, 0});
+    });
+    if (device_ != nullptr) device = device_->snapshot();
+    from = cut_point_;
+    end = sample_clock();
+  }
+  // Decoding and writing happen outside the control lock: the drainer goes
+  // on draining (it trims nothing while dump_mutex_ is held).
+  std::shared_ptr<trace_data> d = collect(taken, from, end, device_ != nullptr ? &device : nullptr, false);
+  d->collection = {{"mode", cfg_.flight.enabled ? "flight_recorder" : "session"},
+                   {"dump", ++dumps_},
+                   {"reason", reason},
+                   {"counts", "since the session started"}};
+  finish_data(*d, end.steady);
+  return deliver(*d);
+}
+
+inline std::filesystem::path dump(const std::string& reason) {
+  session* s = detail::state().active.load(std::memory_order_acquire);
+  if (s == nullptr) throw error("npuprof: cannot dump: no session is running");
+  return s->dump(reason);
+}
+
 inline std::filesystem::path session::write_to(const std::string& parent) {
-  std::string worker = cfg_.worker_name.empty() ? data_->hostname : cfg_.worker_name;
+  output_ = write_data(*data_, parent);
+  return output_;
+}
+
+inline std::filesystem::path session::write_data(const trace_data& d, const std::string& parent) {
+  std::string worker = cfg_.worker_name.empty() ? d.hostname : cfg_.worker_name;
   if (cfg_.worker_name.empty() && cfg_.rank >= 0) worker += "_rank" + std::to_string(cfg_.rank);
-  const auto dir = detail::make_output_dir(parent, worker, data_->pid, data_->wall_start_ns);
-  detail::write_trace_view(*data_, (dir / "trace_view.json").string());
+  const auto dir = detail::make_output_dir(parent, worker, d.pid, d.wall_start_ns);
+  detail::write_trace_view(d, (dir / "trace_view.json").string());
   detail::write_file((dir / "profiler_metadata.json").string(),
-                     detail::render_metadata(*data_, trace_id_, user_metadata_).dump(2) + "\n");
-  detail::write_file((dir / "range_summary.csv").string(), detail::render_summary(*data_));
+                     detail::render_metadata(d, trace_id_, user_metadata_).dump(2) + "\n");
+  detail::write_file((dir / "range_summary.csv").string(), detail::render_summary(d));
+  return dir;
+}
+
+// Writes under the configured output_dir and tells on_trace_ready.
+inline std::filesystem::path session::deliver(const trace_data& d) {
+  const std::filesystem::path dir = write_data(d, cfg_.output_dir);
   output_ = dir;
+  if (cfg_.on_trace_ready) cfg_.on_trace_ready(dir);
   return dir;
 }
 
@@ -276,9 +529,33 @@ inline void session::drain_loop() {
       drain_full_chunks();
       detail::state().pool.top_up();
       if (device_ != nullptr) device_->resolve();
+      if (cfg_.flight.enabled) {
+        trim_window();
+        start_signal_dump();
+      }
     }
     lock.lock();
   }
+}
+
+// A dump asked for by signal runs on a thread of its own, so that draining
+// goes on meanwhile. Called with the control lock held.
+inline void session::start_signal_dump() {
+  if (stopping_ || dumper_busy_.load(std::memory_order_acquire)) return;  // the flag waits
+  if (!detail::dump_signal::take()) return;
+  if (dumper_.joinable()) dumper_.join();  // finished: it cleared busy
+  dumper_busy_.store(true, std::memory_order_release);
+  const std::string reason = "signal " + detail::signal_name(cfg_.flight.signal);
+  dumper_ = std::thread([this, reason] {
+    try {
+      const auto dir = dump(reason);
+      std::fprintf(stderr, "npuprof: %s: flight recorder window written to %s\n", reason.c_str(),
+                   dir.string().c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s\n", e.what());
+    }
+    dumper_busy_.store(false, std::memory_order_release);
+  });
 }
 
 // Full chunks become the session's. A chunk that is mostly empty (its thread
@@ -286,27 +563,30 @@ inline void session::drain_loop() {
 // that come and go do not use up the free chunks.
 inline void session::drain_full_chunks() {
   detail::process_state& st = detail::state();
+  const std::int64_t now = steady_ns();
   while (detail::chunk* c = st.pool.take_full()) {
     std::uint64_t* end = c->published.load(std::memory_order_acquire);
     const auto used = static_cast<std::size_t>(end - c->unread);
     if (used * 4 < static_cast<std::size_t>(c->limit - c->data())) {
       const std::vector<std::uint64_t>& copy = copies_.emplace_back(c->unread, end);
-      segments_.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false});
+      segments_.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, now});
       st.pool.recycle(c);
-      continue;
+    } else {
+      segments_.push_back({c, c->unread, end, c->tid, true, now});
+      c->unread = end;
     }
-    segments_.push_back({c, c->unread, end, c->tid, true});
-    c->unread = end;
+    held_bytes_ += detail::segment_bytes(segments_.back());
   }
 }
 
 // Chunks still owned by live threads: take what they have published so far.
 inline void session::collect_live_chunks() {
+  const std::int64_t now = steady_ns();
   detail::state().threads.for_each_live([&](detail::thread_buffer& tb) {
     detail::chunk* c = tb.current.load(std::memory_order_acquire);
     if (c == nullptr) return;
     std::uint64_t* end = c->published.load(std::memory_order_acquire);
-    if (end > c->unread) segments_.push_back({c, c->unread, end, c->tid, false});
+    if (end > c->unread) segments_.push_back({c, c->unread, end, c->tid, false, now});
     c->unread = end;
   });
 }
@@ -326,13 +606,17 @@ inline void session::discard_stale_records() {
   st.stats.unregistered_drops.exchange(0);
 }
 
-inline std::shared_ptr<trace_data> session::collect(clock_point end) {
+// Decodes `from_segments` into trace_data. `take_counts` resets the drop
+// counts (the data ends a session or a cycle); a dump only reads them.
+inline std::shared_ptr<trace_data> session::collect(const segments& from_segments, clock_point from,
+                                                    clock_point end, const detail::device_times* device,
+                                                    bool take_counts) {
   detail::process_state& st = detail::state();
   auto d = std::make_shared<trace_data>();
   d->clock = clock_calibration(st.origin, end);
-  d->start_ns = start_point_.steady;
+  d->start_ns = from.steady;
   d->end_ns = end.steady;
-  d->wall_start_ns = wall_start_;
+  d->wall_start_ns = wall_start_ + (from.steady - start_point_.steady);
   d->pid = static_cast<std::uint32_t>(::getpid());
   d->process_name = detail::process_name();
   d->hostname = detail::host_name();
@@ -342,7 +626,7 @@ inline std::shared_ptr<trace_data> session::collect(clock_point end) {
   for (auto& [stream, name] : st.streams.all()) d->stream_names[reinterpret_cast<std::uintptr_t>(stream)] = name;
 
   std::size_t words = 0;
-  for (const detail::segment& s : segments_) words += static_cast<std::size_t>(s.to - s.from);
+  for (const detail::segment& s : from_segments) words += static_cast<std::size_t>(s.to - s.from);
   d->events.reserve(words / 3);  // no record is smaller than 2 words; most are 3
   if (device_ != nullptr) {
     d->backend = device_->describe();
@@ -352,18 +636,35 @@ inline std::shared_ptr<trace_data> session::collect(clock_point end) {
   } else {
     d->backend = backend_note_;
   }
-  detail::decoder dec(*d, start_point_.ticks, device_ != nullptr ? &device_times_ : nullptr);
-  for (const detail::segment& s : segments_) dec.add(s);
+  detail::decoder dec(*d, from.ticks, device);
+  for (const detail::segment& s : from_segments) dec.add(s);
   dec.finish(end.ticks);
 
-  d->counts.dropped_by_thread = st.threads.take_drops();
+  auto count = [&](std::atomic<std::uint64_t>& c) { return take_counts ? c.exchange(0) : c.load(); };
+  d->counts.dropped_by_thread = take_counts ? st.threads.take_drops() : st.threads.peek_drops_by_thread();
   for (auto& [tid, n] : d->counts.dropped_by_thread) d->counts.dropped += n;
-  d->counts.dropped += st.stats.unregistered_drops.exchange(0);
-  d->counts.truncated_messages = st.stats.truncated_messages.exchange(0);
-  d->counts.null_messages = st.stats.null_messages.exchange(0);
+  d->counts.dropped += count(st.stats.unregistered_drops);
+  d->counts.truncated_messages = count(st.stats.truncated_messages);
+  d->counts.null_messages = count(st.stats.null_messages);
   d->counts.rejected_domain_names = st.stats.rejected_domain_names.load();
-  device_times_ = detail::device_times();
   return d;
+}
+
+// What every written trace goes through: a flight recorder's window, then
+// the duration threshold.
+inline void session::finish_data(trace_data& d, std::int64_t end_ns) {
+  if (cfg_.flight.enabled) {
+    const std::int64_t from = std::max(d.start_ns, end_ns - static_cast<std::int64_t>(cfg_.flight.window_s * 1e9));
+    d.counts.outside_window = detail::keep_window(d, from);
+    d.counts.evicted_bytes = evicted_bytes_;
+    d.collection["mode"] = "flight_recorder";
+    d.collection["window_s"] = cfg_.flight.window_s;
+    d.collection["window_start_ns"] = from;
+    // The memory cap let go of records up to here: the window may be
+    // incomplete before it.
+    d.collection["complete_from_ns"] = std::max(from, evicted_until_ns_);
+  }
+  d.counts.short_ranges = detail::keep_long_ranges(d, static_cast<std::int64_t>(cfg_.min_duration_us) * 1000);
 }
 
 }  // namespace npuprof

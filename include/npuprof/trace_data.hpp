@@ -58,6 +58,9 @@ struct trace_counts {
   std::uint64_t rejected_domain_names = 0;            // invalid names given to mstxDomainCreateA
   std::uint64_t buffer_bytes = 0;                     // bytes the records took in the buffers
   std::uint64_t device_unresolved = 0;                // device events whose time could not be read
+  std::uint64_t short_ranges = 0;                     // left out: shorter than min_duration_us
+  std::uint64_t outside_window = 0;                   // left out: ended before a dump's window
+  std::uint64_t evicted_bytes = 0;                    // records a flight recorder let go to stay in its memory cap
 };
 
 struct trace_data {
@@ -82,6 +85,9 @@ struct trace_data {
   nlohmann::json backend = {{"name", "host"}};
   std::int32_t device_id = 0;
   bool device_simulated = false;
+  /// How this data was collected: "session", a schedule "cycle" or a
+  /// flight recorder "dump", with the details (steps, reason, window).
+  nlohmann::json collection = {{"mode", "session"}};
 
   std::string_view name_of(const trace_event& e) const { return strings[e.name]; }
   std::string_view domain_of(const trace_event& e) const {

@@ -103,6 +103,33 @@ class acl_backend final : public device_recorder {
     return out;
   }
 
+  /// The device times resolved so far, copied, without waiting or ending
+  /// anything: what a dump of a running session shows.
+  device_times snapshot() {
+    resolve();
+    device_times out;
+    for (auto& [stream, t] : times_) out.streams[reinterpret_cast<std::uintptr_t>(stream)] = t;
+    out.clock = clock_;
+    out.clock.seal();
+    return out;
+  }
+
+  /// Forgets the times of events that ran before host time `from_ns`: a
+  /// flight recorder keeps only its window.
+  void forget_before(std::int64_t from_ns) {
+    for (auto& [stream, t] : times_) {
+      std::size_t n = 0;
+      while (n < t.device_ns.size() &&
+             (t.device_ns[n] == device_times::unknown || clock_.to_host(t.device_ns[n]) < from_ns)) {
+        ++n;
+      }
+      if (n < 1024 && n * 4 < t.device_ns.size()) continue;  // erase in batches
+      t.device_ns.erase(t.device_ns.begin(), t.device_ns.begin() + static_cast<std::ptrdiff_t>(n));
+      t.base += n;
+    }
+    clock_.forget_before(from_ns);
+  }
+
   /// What the metadata says about this backend and the session's device events.
   nlohmann::json describe() const {
     std::uint64_t issued = 0, in_flight = 0, streams = 0;

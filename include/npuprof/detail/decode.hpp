@@ -25,6 +25,7 @@ struct segment {
   const std::uint64_t* to;
   std::uint32_t tid;
   bool owned;  // taken from the full queue: recycle after decoding
+  std::int64_t drained_ns = 0;  // steady ns when it was taken: its records are older
 };
 
 class decoder {

@@ -65,6 +65,15 @@ class device_clock_map {
     return lo->host + static_cast<std::int64_t>(static_cast<double>(device_ns - lo->device) * rate);
   }
 
+  /// Drops pairs taken before host time `from_ns`, keeping the last of them
+  /// (times just after `from_ns` still interpolate) and at least two pairs.
+  void forget_before(std::int64_t from_ns) {
+    std::size_t n = 0;
+    while (n + 1 < pairs_.size() && pairs_[n + 1].host < from_ns) ++n;
+    n = std::min(n, pairs_.size() < 2 ? 0 : pairs_.size() - 2);
+    pairs_.erase(pairs_.begin(), pairs_.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+
   /// Host ns per device ns over the whole session (1 when unknown).
   double rate() const {
     if (pairs_.size() < 2 || pairs_.back().device == pairs_.front().device) return 1.0;

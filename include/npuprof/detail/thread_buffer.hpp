@@ -95,6 +95,17 @@ class thread_registry {
     return out;
   }
 
+  /// Drops per thread id so far, without resetting them.
+  std::unordered_map<std::uint32_t, std::uint64_t> peek_drops_by_thread() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::unordered_map<std::uint32_t, std::uint64_t> out = exited_drops_;
+    for (thread_buffer* tb : all_) {
+      const std::uint64_t d = tb->dropped.load(std::memory_order_relaxed);
+      if (d != 0) out[tb->tid] += d;
+    }
+    return out;
+  }
+
   /// Drops of live threads so far, without resetting them.
   std::uint64_t peek_drops() {
     std::lock_guard<std::mutex> lock(mutex_);

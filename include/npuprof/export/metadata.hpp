@@ -37,6 +37,7 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
         {"steady_start_ns", d.start_ns},
         {"wall_start_ns", d.wall_start_ns}}},
       {"session", {{"start_ns", d.start_ns}, {"end_ns", d.end_ns}, {"events", d.events.size()}}},
+      {"collection", d.collection},
       {"counts",
        {{"dropped_events", d.counts.dropped},
         {"dropped_by_thread", by_thread},
@@ -48,6 +49,9 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
         {"buffer_bytes", d.counts.buffer_bytes},
         {"rejected_domain_names", d.counts.rejected_domain_names},
         {"device_unresolved", d.counts.device_unresolved},
+        {"short_ranges", d.counts.short_ranges},
+        {"outside_window", d.counts.outside_window},
+        {"evicted_bytes", d.counts.evicted_bytes},
         {"device_events", d.device_events.size()}}},
   };
 }

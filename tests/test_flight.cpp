@@ -1,0 +1,295 @@
+// The flight recorder: a window that stays bounded in time and memory, dumps
+// that leave recording alone, dumps by signal and at exit; and the
+// min_duration_us threshold.
+#include "support.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+namespace {
+
+npuprof::config flight_config(const test::temp_dir& dir, double window_s, std::size_t memory_mb = 64) {
+  auto cfg = test::config_in(dir);
+  cfg.flight.enabled = true;
+  cfg.flight.window_s = window_s;
+  cfg.flight.memory_mb = memory_mb;
+  return cfg;
+}
+
+std::int64_t steady_now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Marks "seq" with a growing counter value every `period`, remembering when
+// each was made, until told to stop.
+struct sequence_writer {
+  std::atomic<bool> stop{false};
+  std::vector<std::int64_t> made_at;  // steady ns, by sequence number
+  std::thread thread;
+
+  explicit sequence_writer(std::chrono::microseconds period) {
+    made_at.reserve(1 << 20);
+    thread = std::thread([this, period] {
+      std::int64_t i = 0;
+      while (!stop.load()) {
+        made_at.push_back(steady_now());
+        npuprof::counter("seq", i++);
+        std::this_thread::sleep_for(period);
+      }
+    });
+  }
+  void finish() {
+    stop = true;
+    thread.join();
+  }
+};
+
+std::vector<std::int64_t> sequence_in(const test::trace& t) {
+  std::vector<std::int64_t> seq;
+  for (const auto& e : t.phase("C")) {
+    if (e["name"] == "seq") seq.push_back(e["args"]["seq"].get<std::int64_t>());
+  }
+  std::sort(seq.begin(), seq.end());
+  return seq;
+}
+
+std::size_t rss_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+TEST_CASE("a dump holds exactly the window, and recording goes on through it") {
+  test::temp_dir dir;
+  npuprof::session s{flight_config(dir, 0.3)};
+  s.start();
+  npuprof::range_id spanning = npuprof::range_start("spans the window start");
+  sequence_writer w{std::chrono::microseconds(200)};
+  std::this_thread::sleep_for(std::chrono::milliseconds(700));
+  npuprof::range_end(spanning);
+  const auto dumped = npuprof::dump("test");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  w.finish();
+  const test::trace t = test::load(dumped);
+  CHECK(t.meta["collection"]["mode"] == "flight_recorder");
+  CHECK(t.meta["collection"]["reason"] == "test");
+  CHECK(t.meta["collection"]["dump"] == 1);
+  const std::int64_t window_start = t.meta["collection"]["window_start_ns"];
+  CHECK(t.meta["collection"]["complete_from_ns"] == window_start);  // nothing evicted for memory
+  const std::int64_t dump_end = t.meta["session"]["end_ns"];
+  CHECK(dump_end - window_start == 300'000'000);
+
+  // Every sample made well inside the window is there, none made well
+  // before it (1 ms either side for the time between reading the clock and
+  // recording).
+  const std::vector<std::int64_t> seq = sequence_in(t);
+  REQUIRE(!seq.empty());
+  std::size_t expected_inside = 0;
+  for (std::size_t i = 0; i < w.made_at.size(); ++i) {
+    const std::int64_t at = w.made_at[i];
+    const bool present = std::binary_search(seq.begin(), seq.end(), static_cast<std::int64_t>(i));
+    if (at >= window_start + 1'000'000 && at <= dump_end - 1'000'000) {
+      ++expected_inside;
+      CHECK_MESSAGE(present, "sample " << i << " inside the window is missing");
+    }
+    if (at < window_start - 1'000'000) CHECK_MESSAGE(!present, "sample " << i << " before the window is in the dump");
+  }
+  CHECK(expected_inside > 100);
+  for (const auto& e : t.events) {
+    if (e["ph"] == "X") CHECK(test::to_ns(e["ts"]) + test::to_ns(e["dur"]) >= window_start - 1000);
+    if (e["ph"] == "C" || e["ph"] == "i") CHECK(test::to_ns(e["ts"]) >= window_start - 1000);
+  }
+  CHECK(t.count("spans the window start", "X") == 1);  // began before the window, ended in it
+  CHECK(t.count_of("outside_window") > 0);
+
+  // Recording went on: the window written at stop continues the sequence
+  // without a gap, and nothing was dropped.
+  const test::trace last = test::load(s.stop());
+  CHECK(last.meta["collection"]["reason"] == "stop");
+  const std::vector<std::int64_t> after = sequence_in(last);
+  REQUIRE(!after.empty());
+  CHECK(after.back() == static_cast<std::int64_t>(w.made_at.size()) - 1);
+  for (std::size_t i = 1; i < after.size(); ++i) REQUIRE(after[i] == after[i - 1] + 1);
+  CHECK(after.front() <= seq.back());  // the windows overlap: nothing between them was lost
+  CHECK(last.count_of("dropped_events") == 0);
+}
+
+TEST_CASE("two dumps in a row give two complete, valid traces") {
+  test::temp_dir dir;
+  std::vector<test::fs::path> ready;
+  auto cfg = flight_config(dir, 30);
+  cfg.on_trace_ready = [&](const test::fs::path& p) { ready.push_back(p); };
+  npuprof::session s{cfg};
+  s.start();
+  for (int i = 0; i < 1000; ++i) {
+    NPUPROF_RANGE(npuprof::default_domain, "outer");
+    NPUPROF_RANGE(npuprof::default_domain, "inner");
+  }
+  std::thread other([] {
+    for (int i = 0; i < 500; ++i) npuprof::mark("other thread");
+  });
+  other.join();
+  const test::trace a = test::load(s.dump("first"));
+  const test::trace b = test::load(s.dump("second"));
+  s.cancel();
+  CHECK(ready.size() == 2);
+  for (const auto* t : {&a, &b}) {
+    CHECK(t->count("outer", "X") == 1000);
+    CHECK(t->count("inner", "X") == 1000);
+    CHECK(t->count("other thread") == 500);
+    CHECK(test::check_nesting(*t) == 2000);
+    CHECK(t->count_of("dropped_events") == 0);
+  }
+  CHECK(a.meta["collection"]["dump"] == 1);
+  CHECK(b.meta["collection"]["dump"] == 2);
+  CHECK(b.meta["collection"]["reason"] == "second");
+  CHECK(a.dir != b.dir);
+}
+
+TEST_CASE("memory stays bounded however much is recorded") {
+  test::temp_dir dir;
+  auto cfg = flight_config(dir, 3600, /*memory_mb*/ 4);
+  cfg.flush_interval_ms = 1;
+  npuprof::session s{cfg};
+  s.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::size_t rss_before = rss_bytes();
+  static const npuprof::registered_string<npuprof::default_domain> kTick{"tick"};
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> ranges{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        for (int i = 0; i < 1000; ++i) npuprof::scoped_range<> r{kTick};
+        ranges.fetch_add(1000, std::memory_order_relaxed);
+      }
+    });
+  }
+  // Until far more than the cap went through (slower under sanitizers).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(8);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (ranges.load() * 24 > (64u << 20)) break;
+  }
+  stop = true;
+  for (auto& t : threads) t.join();
+  const std::size_t rss_after = rss_bytes();
+  const test::trace t = test::load(s.stop());
+  const std::uint64_t recorded_bytes = ranges.load() * 24;
+  MESSAGE("ranges: " << ranges.load() << " (" << recorded_bytes / (1 << 20) << " MiB of records), RSS growth "
+                     << (static_cast<double>(rss_after) - static_cast<double>(rss_before)) / (1 << 20) << " MiB");
+  REQUIRE(recorded_bytes > 16u << 20);           // far more than the cap went through
+  CHECK(rss_after < rss_before + (12u << 20));   // 4 MiB cap, plus slack for stacks and the allocator
+  CHECK(t.count_of("evicted_bytes") > 0);
+  CHECK(t.count_of("buffer_bytes") <= 4u << 20);
+  const std::size_t kept = t.count("tick", "X");
+  CHECK(kept > 0);
+  CHECK(kept + t.count_of("dropped_events") < ranges.load());
+  // What is kept is the latest: its last range ended at the end.
+  std::int64_t last_end = 0;
+  for (const auto& e : t.named("tick", "X")) last_end = std::max(last_end, test::to_ns(e["ts"]) + test::to_ns(e["dur"]));
+  CHECK(t.meta["session"]["end_ns"].get<std::int64_t>() - last_end < 200'000'000);
+  CHECK(t.meta["collection"]["complete_from_ns"].get<std::int64_t>() > t.meta["collection"]["window_start_ns"].get<std::int64_t>());
+}
+
+TEST_CASE("a dump by signal: the handler only sets a flag, npuprof's thread writes") {
+  test::temp_dir dir;
+  std::atomic<int> ready{0};
+  auto cfg = flight_config(dir, 60);
+  cfg.on_trace_ready = [&](const test::fs::path&) { ready.fetch_add(1); };
+  {
+    npuprof::session s{cfg};
+    s.start();
+    npuprof::mark("before the signal");
+    REQUIRE(::kill(::getpid(), SIGUSR1) == 0);
+    for (int i = 0; i < 500 && ready.load() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(ready.load() == 1);
+    const test::trace t = test::load(s.output_path());
+    CHECK(t.count("before the signal") == 1);
+    CHECK(t.meta["collection"]["reason"] == "signal SIGUSR1");
+    s.cancel();
+  }
+  struct sigaction now {};
+  ::sigaction(SIGUSR1, nullptr, &now);
+  CHECK((now.sa_handler == SIG_DFL));  // put back when the session ended
+}
+
+TEST_CASE("a flight recorder running at exit writes its window; dump_at_exit false writes nothing") {
+  {
+    test::temp_dir dir;
+    const test::trace t = test::trace_of_child(dir, [&] {
+      auto* s = new npuprof::session{flight_config(dir, 60)};  // left running for the exit handler
+      s->start();
+      npuprof::mark("before exit");
+    });
+    CHECK(t.count("before exit") == 1);
+    CHECK(t.meta["collection"]["reason"] == "exit");
+  }
+  {
+    test::temp_dir dir;
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      test_in_forked_child = true;
+      auto cfg = flight_config(dir, 60);
+      cfg.flight.dump_at_exit = false;
+      auto* s = new npuprof::session{cfg};
+      s->start();
+      npuprof::mark("before exit");
+      std::exit(0);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(test::fs::is_empty(dir.path));
+  }
+}
+
+TEST_CASE("min_duration_us leaves short ranges out and counts them") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.min_duration_us = 2000;
+  const test::trace t = test::record(cfg, [] {
+    for (int i = 0; i < 5; ++i) {
+      npuprof::scoped_range<> r{"slow"};
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+    for (int i = 0; i < 20; ++i) npuprof::scoped_range<> r{"fast"};
+    npuprof::mark("marks stay");
+  });
+  CHECK(t.count("slow", "X") == 5);
+  CHECK(t.count("fast") == 0);
+  CHECK(t.count("marks stay") == 1);
+  CHECK(t.count_of("short_ranges") == 20);
+}
+
+TEST_CASE("flight recorder config and npuprof::dump without a session") {
+  const auto cfg = npuprof::config::from_json(
+      R"({"flight_recorder": {"window_s": 12.5, "memory_mb": 32, "signal": "SIGUSR2", "dump_at_exit": false}, "min_duration_us": 50})");
+  CHECK(cfg.flight.enabled);
+  CHECK(cfg.flight.window_s == 12.5);
+  CHECK(cfg.flight.memory_mb == 32);
+  CHECK(cfg.flight.signal == SIGUSR2);
+  CHECK_FALSE(cfg.flight.dump_at_exit);
+  CHECK(cfg.min_duration_us == 50);
+  CHECK(npuprof::config::from_json(R"({"flight_recorder": true})").flight.enabled);
+  CHECK_THROWS_WITH_AS(npuprof::config::from_json(R"({"flight_recorder": {"window_s": 0}})", "f.json"),
+                       "f.json: key 'flight_recorder.window_s': must be above 0 and at most a week (604800), got 0.000000",
+                       npuprof::config_error);
+  CHECK_THROWS_WITH_AS(npuprof::config::from_json(R"({"flight_recorder": {"signal": "SIGKILL"}})", "f.json"),
+                       "f.json: key 'flight_recorder.signal': expected \"SIGUSR1\", \"SIGUSR2\" or \"none\", got \"SIGKILL\"",
+                       npuprof::config_error);
+  CHECK_THROWS_WITH_AS(npuprof::dump("x"), "npuprof: cannot dump: no session is running", npuprof::error);
+}

@@ -1,0 +1,181 @@
+// Schedules: which steps record, one output directory per cycle, and the
+// config errors, checked step by step against torch_npu's semantics.
+#include "support.hpp"
+
+#include <string>
+#include <vector>
+
+namespace {
+
+using npuprof::step_action;
+
+// Runs `steps` steps, marking "step N" in each and counting the cycles the
+// session writes; checks current_action() against `expected` on the way.
+struct schedule_run {
+  std::vector<test::fs::path> written;
+  test::fs::path stopped;
+};
+
+schedule_run run_steps(const test::temp_dir& dir, npuprof::schedule sched, const std::vector<step_action>& expected) {
+  auto cfg = test::config_in(dir);
+  cfg.schedule = sched;
+  schedule_run out;
+  cfg.on_trace_ready = [&](const test::fs::path& p) { out.written.push_back(p); };
+  npuprof::session s{cfg};
+  s.start();
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CHECK_MESSAGE(s.current_step() == static_cast<long>(i), "step " << i);
+    CHECK_MESSAGE(s.current_action() == expected[i], "step " << i << ": " << npuprof::to_string(s.current_action()));
+    npuprof::mark(("step " + std::to_string(i)).c_str());
+    { NPUPROF_RANGE(npuprof::default_domain, "work"); }
+    s.step();
+  }
+  out.stopped = s.stop();
+  return out;
+}
+
+std::vector<int> steps_in(const test::trace& t) {
+  std::vector<int> steps;
+  for (const auto& e : t.phase("i")) {
+    const std::string name = e["name"];
+    if (name.rfind("step ", 0) == 0) steps.push_back(std::stoi(name.substr(5)));
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+}  // namespace
+
+TEST_CASE("schedule actions follow skip_first, wait, warmup, active and repeat") {
+  const npuprof::schedule s{/*wait*/ 1, /*active*/ 2, /*warmup*/ 1, /*repeat*/ 2, /*skip_first*/ 1};
+  using A = step_action;
+  const std::vector<A> expected = {A::none,   A::none, A::warmup, A::record, A::record_and_save,  // skip, cycle 0
+                                   A::none,   A::warmup, A::record, A::record_and_save,           // cycle 1
+                                   A::none,   A::none, A::none};                                  // after repeat
+  for (std::size_t i = 0; i < expected.size(); ++i) CHECK(s.action(static_cast<long>(i)) == expected[i]);
+
+  test::temp_dir dir;
+  const schedule_run run = run_steps(dir, s, expected);
+  REQUIRE(run.written.size() == 2);
+  CHECK(run.stopped == run.written.back());  // stopped between cycles: nothing more written
+  std::size_t dirs = 0;
+  for (auto& e : test::fs::directory_iterator(dir.path)) dirs += e.is_directory();
+  CHECK(dirs == 2);
+
+  const test::trace c0 = test::load(run.written[0]);
+  const test::trace c1 = test::load(run.written[1]);
+  CHECK(steps_in(c0) == std::vector<int>{3, 4});
+  CHECK(steps_in(c1) == std::vector<int>{7, 8});
+  CHECK(c0.count("work", "X") == 2);
+  CHECK(c1.count("work", "X") == 2);
+  CHECK(c0.meta["collection"]["mode"] == "schedule");
+  CHECK(c0.meta["collection"]["cycle"] == 0);
+  CHECK(c0.meta["collection"]["record_steps"] == test::json::array({3, 4}));
+  CHECK(c1.meta["collection"]["record_steps"] == test::json::array({7, 8}));
+  CHECK(c1.meta["collection"]["complete"] == true);
+  CHECK(c1.meta["config"]["schedule"]["repeat"] == 2);
+  for (const auto* t : {&c0, &c1}) {
+    CHECK(t->count_of("unmatched_range_ends") == 0);
+    CHECK(t->count_of("open_ranges") == 0);
+    test::check_nesting(*t);
+  }
+}
+
+TEST_CASE("schedule without wait or warmup: back-to-back cycles, repeat 0 goes on") {
+  using A = step_action;
+  const npuprof::schedule s{/*wait*/ 0, /*active*/ 1};
+  test::temp_dir dir;
+  const schedule_run run = run_steps(dir, s, {A::record_and_save, A::record_and_save, A::record_and_save});
+  REQUIRE(run.written.size() == 4);  // three cycles, and the fourth step was recording at stop
+  for (int i = 0; i < 3; ++i) CHECK(steps_in(test::load(run.written[static_cast<std::size_t>(i)])) == std::vector<int>{i});
+  const test::trace partial = test::load(run.stopped);
+  CHECK(partial.meta["collection"]["complete"] == false);
+  CHECK(steps_in(partial).empty());
+}
+
+TEST_CASE("stop in the middle of a recording cycle writes the partial cycle") {
+  using A = step_action;
+  const npuprof::schedule s{/*wait*/ 1, /*active*/ 3};
+  test::temp_dir dir;
+  const schedule_run run = run_steps(dir, s, {A::none, A::record, A::record});
+  REQUIRE(run.written.size() == 1);
+  const test::trace t = test::load(run.stopped);
+  CHECK(steps_in(t) == std::vector<int>{1, 2});
+  CHECK(t.meta["collection"]["complete"] == false);
+  CHECK(t.meta["collection"]["record_steps"] == test::json::array({1, 3}));
+}
+
+TEST_CASE("a range open across a cycle's end is incomplete there, and the next cycle does not see its end") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.schedule = npuprof::schedule{/*wait*/ 1, /*active*/ 1};
+  std::vector<test::fs::path> written;
+  cfg.on_trace_ready = [&](const test::fs::path& p) { written.push_back(p); };
+  npuprof::session s{cfg};
+  s.start();
+  s.step();  // wait
+  const npuprof::range_id id = npuprof::range_start("spans");
+  CHECK(id != 0);
+  s.step();  // cycle 0 written with "spans" open
+  npuprof::range_end(id);
+  s.step();  // wait
+  npuprof::mark("in cycle 1");
+  s.step();  // cycle 1 written
+  s.stop();
+  REQUIRE(written.size() == 2);
+  const test::trace c0 = test::load(written[0]);
+  const test::trace c1 = test::load(written[1]);
+  REQUIRE(c0.count("spans", "X") == 1);
+  CHECK(c0.named("spans")[0]["args"]["incomplete"] == true);
+  CHECK(c0.count_of("open_ranges") == 1);
+  CHECK(c1.count("in cycle 1") == 1);
+  CHECK(c1.count("spans") == 0);
+  CHECK(c1.count_of("unmatched_range_ends") == 0);
+}
+
+TEST_CASE("schedule config: JSON key, and errors that say which value and why") {
+  const auto cfg = npuprof::config::from_json(R"({"schedule": {"wait": 2, "active": 3, "warmup": 1, "repeat": 4, "skip_first": 5}})");
+  REQUIRE(cfg.schedule.has_value());
+  CHECK(cfg.schedule->wait == 2);
+  CHECK(cfg.schedule->active == 3);
+  CHECK(cfg.schedule->warmup == 1);
+  CHECK(cfg.schedule->repeat == 4);
+  CHECK(cfg.schedule->skip_first == 5);
+  auto error_of = [](const char* text) {
+    try {
+      npuprof::config::from_json(text, "cfg.json");
+    } catch (const npuprof::config_error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  CHECK(error_of(R"({"schedule": {"wait": 1, "active": 0}})") ==
+        "cfg.json: key 'schedule': active must be at least 1, got 0");
+  CHECK(error_of(R"({"schedule": {"active": 1, "warmup": -2}})") ==
+        "cfg.json: key 'schedule': warmup must not be negative, got -2");
+  CHECK(error_of(R"({"schedule": {"active": 1, "wiat": 1}})") ==
+        "cfg.json: key 'schedule.wiat': unknown; expected wait, active, warmup, repeat or skip_first");
+  CHECK(error_of(R"({"schedule": {"active": "2"}})") == "cfg.json: key 'schedule.active': expected an integer, got string");
+  CHECK(error_of(R"({"schedule": [1, 2]})").find("key 'schedule': expected an object") != std::string::npos);
+  CHECK(error_of(R"({"schedule": {"active": 1}, "flight_recorder": true})") ==
+        "cfg.json: key 'schedule': cannot be used together with flight_recorder");
+  npuprof::config bad;
+  bad.schedule = npuprof::schedule{0, -1};
+  CHECK_THROWS_WITH_AS(npuprof::session{bad}, "defaults: key 'schedule': active must be at least 1, got -1",
+                       npuprof::config_error);
+}
+
+TEST_CASE("step() without a schedule counts steps and records throughout") {
+  test::temp_dir dir;
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  for (int i = 0; i < 3; ++i) {
+    npuprof::mark("m");
+    s.step();
+  }
+  CHECK(s.current_step() == 3);
+  CHECK(s.current_action() == step_action::record);
+  const test::trace t = test::load(s.stop());
+  CHECK(t.count("m") == 3);
+  CHECK(t.meta["collection"]["mode"] == "session");
+}

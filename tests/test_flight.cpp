@@ -190,7 +190,12 @@ TEST_CASE("memory stays bounded however much is recorded") {
   MESSAGE("ranges: " << ranges.load() << " (" << recorded_bytes / (1 << 20) << " MiB of records), RSS growth "
                      << (static_cast<double>(rss_after) - static_cast<double>(rss_before)) / (1 << 20) << " MiB");
   REQUIRE(recorded_bytes > 16u << 20);           // far more than the cap went through
+  CHECK(npuprof::detail::state().pool.bytes_allocated() <= 4u << 20);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  (void)rss_after;  // sanitizers' own bookkeeping grows with every access: RSS says nothing here
+#else
   CHECK(rss_after < rss_before + (12u << 20));   // 4 MiB cap, plus slack for stacks and the allocator
+#endif
   CHECK(t.count_of("evicted_bytes") > 0);
   CHECK(t.count_of("buffer_bytes") <= 4u << 20);
   const std::size_t kept = t.count("tick", "X");

@@ -656,6 +656,8 @@ inline void session::finish_data(trace_data& d, std::int64_t end_ns) {
   if (cfg_.flight.enabled) {
     const std::int64_t from = std::max(d.start_ns, end_ns - static_cast<std::int64_t>(cfg_.flight.window_s * 1e9));
     d.counts.outside_window = detail::keep_window(d, from);
+    d.wall_start_ns += from - d.start_ns;  // the trace starts with its window
+    d.start_ns = from;
     d.counts.evicted_bytes = evicted_bytes_;
     d.collection["mode"] = "flight_recorder";
     d.collection["window_s"] = cfg_.flight.window_s;

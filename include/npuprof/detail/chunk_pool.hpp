@@ -87,6 +87,13 @@ class chunk_pool {
     }
   }
 
+  /// Bytes of all chunks of the configured size, wherever they are: what the
+  /// cap bounds.
+  std::size_t bytes_allocated() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return current_bytes_locked();
+  }
+
   /// Takes back a chunk the session no longer needs.
   void recycle(chunk* c) {
     std::lock_guard<std::mutex> lock(mutex_);

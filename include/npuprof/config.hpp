@@ -96,6 +96,10 @@ struct config {
   /// `min_duration_us`: ranges shorter than this are left out of the output
   /// (and counted), so an always-on trace keeps the slow ones.
   std::uint64_t min_duration_us = 0;
+  /// `host_sys`: host counters to sample ("cpu", "mem", "disk", "network"),
+  /// every `host_sys_interval_ms`, as counter tracks of the "host_sys" domain.
+  std::vector<std::string> host_sys;
+  unsigned host_sys_interval_ms = 100;
   /// `mstx_library`: that library (default: NPUPROF_MSTX_LIBRARY, else
   /// $ASCEND_HOME_PATH/lib64/libms_tools_ext.so, else the loader's search).
   std::string mstx_library;
@@ -165,7 +169,8 @@ inline const std::vector<std::string_view>& known_config_keys() {
       "mstx", "msprof_tx", "mstx_domain_include", "mstx_domain_exclude", "output_dir",
       "worker_name", "buffer_size_kb", "chunk_size_kb", "flush_interval_ms", "backend", "acl_library",
       "device_events_per_stream", "device_wait_ms", "mstx_forward", "mstx_library", "rank", "local_rank",
-      "world_size", "schedule", "flight_recorder", "min_duration_us"};
+      "world_size", "schedule", "flight_recorder", "min_duration_us",
+      "host_sys", "host_sys_interval_ms"};
   return keys;
 }
 
@@ -361,6 +366,17 @@ inline config config::from_json(std::string_view text, const std::string& source
       cfg.schedule = detail::json_schedule(source, v);
     } else if (key == "flight_recorder") {
       cfg.flight = detail::json_flight_recorder(source, v);
+    } else if (key == "host_sys") {
+      if (!v.is_array()) detail::key_error(source, key, "expected an array like [\"cpu\", \"mem\"], got " + detail::json_type_name(v));
+      cfg.host_sys.clear();
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_string()) {
+          detail::key_error(source, key, "element " + std::to_string(i) + ": expected a string, got " + detail::json_type_name(v[i]));
+        }
+        cfg.host_sys.push_back(v[i].get<std::string>());
+      }
+    } else if (key == "host_sys_interval_ms") {
+      cfg.host_sys_interval_ms = detail::json_unsigned<unsigned>(source, key, v);
     } else if (key == "min_duration_us") {
       cfg.min_duration_us = detail::json_unsigned<std::uint64_t>(source, key, v);
     } else if (key == "device_wait_ms") {
@@ -442,6 +458,10 @@ inline void config::apply_env() {
       env_error("NPUPROF_FLIGHT_RECORDER", std::string("expected 1/0, true/false, on/off or yes/no, got '") + v + "'");
     }
   }
+  if (const char* v = env("NPUPROF_HOST_SYS")) host_sys = detail::split_list(v);
+  std::size_t host_interval = host_sys_interval_ms;
+  number("NPUPROF_HOST_SYS_INTERVAL_MS", host_interval);
+  host_sys_interval_ms = static_cast<unsigned>(std::min<std::size_t>(host_interval, 1u << 30));
   std::size_t min_us = static_cast<std::size_t>(min_duration_us);
   number("NPUPROF_MIN_DURATION_US", min_us);
   min_duration_us = min_us;
@@ -489,6 +509,14 @@ inline void config::validate() const {
   if (world_size >= 0 && rank >= world_size) {
     bad("rank", "must be below world_size (" + std::to_string(world_size) + "), got " + std::to_string(rank));
   }
+  for (const std::string& h : host_sys) {
+    if (h != "cpu" && h != "mem" && h != "disk" && h != "network") {
+      bad("host_sys", "unknown source \"" + h + "\"; expected \"cpu\", \"mem\", \"disk\" or \"network\"");
+    }
+  }
+  if (host_sys_interval_ms < 1 || host_sys_interval_ms > 3'600'000) {
+    bad("host_sys_interval_ms", "must be between 1 and 3600000, got " + std::to_string(host_sys_interval_ms));
+  }
   if (schedule) {
     if (const std::string why = schedule->problem(); !why.empty()) bad("schedule", why);
     if (flight.enabled) bad("schedule", "cannot be used together with flight_recorder");
@@ -535,6 +563,8 @@ inline nlohmann::json config::to_json() const {
             {"signal", detail::signal_name(flight.signal)},
             {"dump_at_exit", flight.dump_at_exit}}},
           {"min_duration_us", min_duration_us},
+          {"host_sys", host_sys},
+          {"host_sys_interval_ms", host_sys_interval_ms},
           {"source", source}};
 }
 

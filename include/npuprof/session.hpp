@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "detail/decode.hpp"
 #include "detail/dump_signal.hpp"
 #include "detail/event_filter.hpp"
+#include "detail/host_sys.hpp"
 #include "detail/state.hpp"
 #include "error.hpp"
 #include "export/file.hpp"
@@ -34,6 +36,7 @@
 #include "export/output_dir.hpp"
 #include "export/summary.hpp"
 #include "export/trace_view.hpp"
+#include "naming.hpp"
 #include "schedule.hpp"
 #include "trace_data.hpp"
 
@@ -177,6 +180,8 @@ class session {
   bool stopping_ = false;  // guarded by control
   int dumps_ = 0;
   std::string stop_reason_ = "stop";
+  std::mutex host_sys_mutex_;
+  std::vector<std::string> host_sys_unavailable_;  // guarded by host_sys_mutex_
   detail::dump_signal signal_;
   detail::acl_backend* device_ = nullptr;  // null: host only
   nlohmann::json backend_note_;
@@ -519,11 +524,19 @@ inline std::filesystem::path session::deliver(const trace_data& d) {
 }
 
 inline void session::drain_loop() {
+  name_thread("npuprof");
+  std::optional<detail::host_sys_sampler> host;
+  if (!cfg_.host_sys.empty()) host.emplace(cfg_.host_sys, std::int64_t{cfg_.host_sys_interval_ms} * 1'000'000);
   std::unique_lock<std::mutex> lock(wake_mutex_);
   while (!stop_requested_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(cfg_.flush_interval_ms));
+    wake_.wait_for(lock, std::chrono::milliseconds(std::min(cfg_.flush_interval_ms, host ? cfg_.host_sys_interval_ms : ~0u)));
     if (stop_requested_) break;
     lock.unlock();
+    if (host) {
+      host->poll(steady_ns());
+      std::lock_guard<std::mutex> note(host_sys_mutex_);
+      host_sys_unavailable_ = host->unavailable();
+    }
     {
       std::lock_guard<std::recursive_mutex> control(detail::state().control);
       drain_full_chunks();
@@ -665,6 +678,12 @@ inline void session::finish_data(trace_data& d, std::int64_t end_ns) {
     // The memory cap let go of records up to here: the window may be
     // incomplete before it.
     d.collection["complete_from_ns"] = std::max(from, evicted_until_ns_);
+  }
+  if (!cfg_.host_sys.empty()) {
+    std::lock_guard<std::mutex> note(host_sys_mutex_);
+    d.collection["host_sys"] = {{"sources", cfg_.host_sys},
+                                 {"interval_ms", cfg_.host_sys_interval_ms},
+                                 {"unavailable", host_sys_unavailable_}};
   }
   d.counts.short_ranges = detail::keep_long_ranges(d, static_cast<std::int64_t>(cfg_.min_duration_us) * 1000);
 }

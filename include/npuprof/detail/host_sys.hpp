@@ -1,0 +1,176 @@
+// Host system counters, as the Ascend profiler's host_sys collects them, read
+// from Linux /proc on the session's background thread and recorded as
+// ordinary counters of the "host_sys" domain (so they are windowed, scheduled
+// and filtered like every other event).
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../clock.hpp"
+#include "../counter.hpp"
+
+namespace npuprof::detail {
+
+struct host_sys_domain {
+  static constexpr const char* name = "host_sys";
+};
+
+/// Process CPU time (user + system) in clock ticks, from /proc/self/stat.
+inline bool read_cpu_ticks(std::uint64_t& ticks) {
+  std::ifstream in("/proc/self/stat");
+  std::string line;
+  if (!std::getline(in, line)) return false;
+  const auto close = line.rfind(')');  // the command name may hold spaces
+  if (close == std::string::npos) return false;
+  std::istringstream fields(line.substr(close + 2));
+  std::string f;
+  std::uint64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> f; ++i) {  // fields 14 and 15 are utime and stime
+    if (i == 14) utime = std::stoull(f);
+    if (i == 15) stime = std::stoull(f);
+  }
+  ticks = utime + stime;
+  return static_cast<bool>(fields);
+}
+
+inline bool read_rss_bytes(std::uint64_t& bytes) {
+  std::ifstream in("/proc/self/statm");
+  std::uint64_t size = 0, resident = 0;
+  if (!(in >> size >> resident)) return false;
+  bytes = resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  return true;
+}
+
+/// Bytes this process read from and wrote to storage, from /proc/self/io.
+inline bool read_disk_bytes(std::uint64_t& read, std::uint64_t& written) {
+  std::ifstream in("/proc/self/io");
+  std::string key;
+  std::uint64_t value = 0;
+  bool have_read = false, have_write = false;
+  while (in >> key >> value) {
+    if (key == "read_bytes:") read = value, have_read = true;
+    if (key == "write_bytes:") written = value, have_write = true;
+  }
+  return have_read && have_write;
+}
+
+/// Bytes received and sent on all network interfaces (loopback included),
+/// from /proc/net/dev.
+inline bool read_net_bytes(std::uint64_t& received, std::uint64_t& sent) {
+  std::ifstream in("/proc/net/dev");
+  std::string line;
+  received = sent = 0;
+  int interfaces = 0;
+  while (std::getline(in, line)) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;  // the two header lines
+    std::istringstream fields(line.substr(colon + 1));
+    std::uint64_t v[9] = {};
+    for (auto& x : v) fields >> x;
+    if (!fields) continue;
+    received += v[0];
+    sent += v[8];
+    ++interfaces;
+  }
+  return interfaces > 0;
+}
+
+/// Samples the configured host_sys counters every `interval_ns`. Values:
+/// cpu_percent (of one core, like top), rss_mib, disk_read_mib and
+/// disk_write_mib (since the session started), net_rx_mib and net_tx_mib
+/// (system-wide, since the session started).
+class host_sys_sampler {
+ public:
+  host_sys_sampler(const std::vector<std::string>& what, std::int64_t interval_ns) : interval_ns_(interval_ns) {
+    for (const std::string& w : what) {
+      cpu_ |= w == "cpu";
+      mem_ |= w == "mem";
+      disk_ |= w == "disk";
+      net_ |= w == "network";
+    }
+    sample(steady_ns());  // the starting points
+  }
+
+  bool enabled() const noexcept { return cpu_ || mem_ || disk_ || net_; }
+
+  /// Which of the requested sources could not be read (e.g. /proc/self/io
+  /// without task I/O accounting).
+  std::vector<std::string> unavailable() const { return unavailable_; }
+
+  /// Records one sample of each counter when the interval has passed.
+  void poll(std::int64_t now) {
+    if (now - last_ns_ >= interval_ns_) sample(now);
+  }
+
+ private:
+  static double mib(std::uint64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+  void missing(const char* what) {
+    for (const std::string& u : unavailable_) {
+      if (u == what) return;
+    }
+    unavailable_.emplace_back(what);
+  }
+
+  void sample(std::int64_t now) {
+    const bool first = last_ns_ == 0;
+    if (cpu_) {
+      std::uint64_t ticks = 0;
+      if (!read_cpu_ticks(ticks)) {
+        missing("cpu");
+      } else if (!first) {
+        const double cpu_s = static_cast<double>(ticks - cpu_ticks_) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+        counter<host_sys_domain>("cpu_percent", 100.0 * cpu_s / (static_cast<double>(now - last_ns_) * 1e-9));
+      }
+      cpu_ticks_ = ticks;
+    }
+    if (mem_) {
+      std::uint64_t rss = 0;
+      if (read_rss_bytes(rss)) {
+        counter<host_sys_domain>("rss_mib", mib(rss));
+      } else {
+        missing("mem");
+      }
+    }
+    if (disk_) {
+      std::uint64_t r = 0, w = 0;
+      if (!read_disk_bytes(r, w)) {
+        missing("disk");
+      } else if (first) {
+        disk_base_[0] = r, disk_base_[1] = w;
+      } else {
+        counter<host_sys_domain>("disk_read_mib", mib(r - disk_base_[0]));
+        counter<host_sys_domain>("disk_write_mib", mib(w - disk_base_[1]));
+      }
+    }
+    if (net_) {
+      std::uint64_t rx = 0, tx = 0;
+      if (!read_net_bytes(rx, tx)) {
+        missing("network");
+      } else if (first) {
+        net_base_[0] = rx, net_base_[1] = tx;
+      } else {
+        counter<host_sys_domain>("net_rx_mib", mib(rx - net_base_[0]));
+        counter<host_sys_domain>("net_tx_mib", mib(tx - net_base_[1]));
+      }
+    }
+    last_ns_ = now;
+  }
+
+  std::int64_t interval_ns_;
+  std::int64_t last_ns_ = 0;
+  bool cpu_ = false, mem_ = false, disk_ = false, net_ = false;
+  std::uint64_t cpu_ticks_ = 0;
+  std::uint64_t disk_base_[2] = {};
+  std::uint64_t net_base_[2] = {};
+  std::vector<std::string> unavailable_;
+};
+
+}  // namespace npuprof::detail

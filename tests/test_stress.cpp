@@ -1,5 +1,6 @@
 // Stress: threads record every kind of marker while a controller starts and
-// stops sessions and changes filters, and short-lived threads come and go.
+// stops sessions (plain, flight recorders dumped from another thread, and
+// schedules stepped), and changes filters, and short-lived threads come and go.
 // Every trace must be valid JSON with strictly nested slices, and every mark
 // a thread made during a session is in that session's trace exactly once
 // unless counted as dropped.
@@ -87,31 +88,22 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
   int sessions = 0;
   std::uint64_t marks = 0;
   std::mt19937 rng(42);
-  while (std::chrono::steady_clock::now() < deadline || sessions < 4) {
-    auto cfg = test::config_in(dir);
-    cfg.chunk_size_kb = 4;
-    cfg.buffer_size_kb = (rng() % 2) ? 64 : 2048;  // sometimes tiny: overflow
-    npuprof::session s{cfg};
-    s.start();
-    for (int k = 0; k < 5; ++k) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 10));
-      switch (rng() % 4) {
-        case 0: npuprof::set_domain_exclude({"comm"}); break;
-        case 1: npuprof::set_domain_include({"seq", "kernels"}); break;
-        default: npuprof::set_domain_filter({true, {}, {}}); break;
-      }
-    }
-    const auto t = test::load(s.stop());
-    ++sessions;
+  int dumps = 0, cycles = 0;
+  // Checks one written trace. Sessions and schedule cycles never share an
+  // event (`seen` across all of them); a flight recorder's dumps overlap, so
+  // each is checked on its own.
+  auto check_trace = [&](const test::fs::path& out, bool overlapping) {
+    const auto t = test::load(out);
     test::check_nesting(t);
-
-    // Per thread, the sequence marks of one session are contiguous, except
+    std::set<std::string> in_this;
+    // Per thread, the sequence marks of one trace are contiguous, except
     // for as many as that thread dropped.
     std::map<std::uint64_t, std::vector<std::uint64_t>> by_tid;
     for (const auto& e : t.phase("i")) {
       if (e["cat"] != "seq") continue;
       const std::string name = e["name"];
-      CHECK_MESSAGE(seen.insert(name).second, "mark '" << name << "' appears twice");
+      CHECK_MESSAGE(in_this.insert(name).second, "mark '" << name << "' appears twice in one trace");
+      if (!overlapping) CHECK_MESSAGE(seen.insert(name).second, "mark '" << name << "' appears in two traces");
       by_tid[e["tid"]].push_back(std::stoull(name.substr(name.find(' ') + 1)));
       ++marks;
     }
@@ -127,10 +119,60 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
     }
     std::error_code ec;
     test::fs::remove_all(t.dir, ec);
+  };
+
+  while (std::chrono::steady_clock::now() < deadline || sessions < 6) {
+    auto cfg = test::config_in(dir);
+    cfg.chunk_size_kb = 4;
+    cfg.buffer_size_kb = (rng() % 2) ? 64 : 2048;  // sometimes tiny: overflow
+    const int mode = sessions % 3;                 // plain, flight recorder, schedule
+    std::vector<test::fs::path> cycle_dirs;
+    if (mode == 1) {
+      cfg.flight.enabled = true;
+      cfg.flight.window_s = 0.02 * (1 + rng() % 5);
+      cfg.flight.memory_mb = 1 + rng() % 2;  // small: the memory cap evicts too
+    } else if (mode == 2) {
+      cfg.schedule = npuprof::schedule{static_cast<long>(rng() % 2), 1 + static_cast<long>(rng() % 2),
+                                       static_cast<long>(rng() % 2)};
+      cfg.on_trace_ready = [&](const test::fs::path& p) { cycle_dirs.push_back(p); };
+    }
+    npuprof::session s{cfg};
+    s.start();
+    // A flight recorder is dumped from another thread while the controller
+    // changes filters.
+    std::atomic<bool> controller_done{false};
+    std::vector<test::fs::path> dumped;
+    std::thread dumper;
+    if (mode == 1) {
+      dumper = std::thread([&] {
+        while (!controller_done.load()) {
+          dumped.push_back(s.dump("stress"));
+          std::this_thread::sleep_for(std::chrono::milliseconds(3));
+        }
+      });
+    }
+    for (int k = 0; k < 8; ++k) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 8));
+      switch (rng() % 4) {
+        case 0: npuprof::set_domain_exclude({"comm"}); break;
+        case 1: npuprof::set_domain_include({"seq", "kernels"}); break;
+        default: npuprof::set_domain_filter({true, {}, {}}); break;
+      }
+      if (mode == 2) s.step();
+    }
+    controller_done = true;
+    if (dumper.joinable()) dumper.join();
+    const auto out = s.stop();
+    ++sessions;
+    for (const auto& d : dumped) check_trace(d, true);
+    dumps += static_cast<int>(dumped.size());
+    for (const auto& c : cycle_dirs) check_trace(c, false);
+    cycles += static_cast<int>(cycle_dirs.size());
+    if (mode != 2 && !out.empty()) check_trace(out, mode == 1);
   }
   done = true;
   for (auto& th : threads) th.join();
-  MESSAGE(sessions << " sessions, " << marks << " sequence marks checked, " << short_lived.load()
-                   << " short-lived threads");
+  MESSAGE(sessions << " sessions (" << dumps << " flight recorder dumps, " << cycles << " schedule cycles), "
+                   << marks << " sequence marks checked, " << short_lived.load() << " short-lived threads");
   CHECK(marks > 1000);
 }

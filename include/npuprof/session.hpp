@@ -649,7 +649,10 @@ inline std::shared_ptr<trace_data> session::collect(const segments& from_segment
   } else {
     d->backend = backend_note_;
   }
-  detail::decoder dec(*d, from.ticks, device);
+  // Only records from before the session are stale. Every record taken here
+  // belongs to this data, even one stamped just before `from` and published
+  // after the previous cycle was cut.
+  detail::decoder dec(*d, start_point_.ticks, device);
   for (const detail::segment& s : from_segments) dec.add(s);
   dec.finish(end.ticks);
 

@@ -225,6 +225,15 @@ TEST_CASE("a dump by signal: the handler only sets a flag, npuprof's thread writ
     CHECK(t.meta["collection"]["reason"] == "signal SIGUSR1");
     s.cancel();
   }
+  // A stop while a signal's dump is being written waits for it, and ends.
+  for (int i = 0; i < 5; ++i) {
+    npuprof::session s{flight_config(dir, 60)};
+    s.start();
+    for (int k = 0; k < 2000; ++k) npuprof::mark("busy");
+    REQUIRE(::kill(::getpid(), SIGUSR1) == 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(i * 3));
+    test::load(s.stop());
+  }
   struct sigaction now {};
   ::sigaction(SIGUSR1, nullptr, &now);
   CHECK((now.sa_handler == SIG_DFL));  // put back when the session ended

@@ -137,6 +137,7 @@ class session {
   using segments = std::deque<detail::segment>;
 
   void halt();
+  void retire_dumper();
   void recycle_segments();
   void drop_oldest_segment();
   void trim_window();
@@ -297,16 +298,12 @@ inline void session::start() {
 // published record.
 inline void session::halt() {
   detail::process_state& st = detail::state();
-  std::thread dumper;
   {
     std::lock_guard<std::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: cannot stop the session: it is not running");
     st.domains.set_recording(false);
     st.domains.set_forwarding(false);
-    stopping_ = true;
-    dumper = std::move(dumper_);
   }
-  if (dumper.joinable()) dumper.join();
   signal_.restore();
   {
     std::lock_guard<std::mutex> lock(wake_mutex_);
@@ -323,6 +320,18 @@ inline void session::halt() {
   drain_full_chunks();
   collect_live_chunks();
   drain_full_chunks();  // chunks handed over while we looked
+}
+
+// No more dumps by signal; waits for one in progress. Called before
+// dump_mutex_ is taken, which that dump needs.
+inline void session::retire_dumper() {
+  std::thread dumper;
+  {
+    std::lock_guard<std::recursive_mutex> lock(detail::state().control);
+    stopping_ = true;
+    dumper = std::move(dumper_);
+  }
+  if (dumper.joinable()) dumper.join();
 }
 
 inline void session::recycle_segments() {
@@ -377,6 +386,7 @@ inline nlohmann::json session::cycle_note(bool partial) const {
 }
 
 inline std::filesystem::path session::stop() {
+  retire_dumper();
   std::lock_guard<std::mutex> dumping(dump_mutex_);
   halt();
   bool write = true;
@@ -400,6 +410,7 @@ inline std::filesystem::path session::stop() {
   return deliver(*data_);
 }
 inline void session::cancel() {
+  retire_dumper();
   std::lock_guard<std::mutex> dumping(dump_mutex_);
   halt();
   std::lock_guard<std::recursive_mutex> lock(detail::state().control);

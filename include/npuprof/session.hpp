@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -443,6 +444,7 @@ inline void session::step() {
     if (ended == step_action::record_and_save) {
       drain_full_chunks();
       collect_live_chunks();
+      drain_full_chunks();  // chunks handed over while we looked
       detail::device_times device;
       if (device_ != nullptr) device = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
       const clock_point end = sample_clock();
@@ -478,17 +480,27 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     std::lock_guard<std::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: cannot dump: the session is not running");
     drain_full_chunks();
-    taken = segments_;
     // What threads are writing now is copied, not taken: they go on
     // writing those chunks, and the next dump sees it again.
+    segments copied;
     st.threads.for_each_live([&](detail::thread_buffer& tb) {
       detail::chunk* c = tb.current.load(std::memory_order_acquire);
       if (c == nullptr) return;
       std::uint64_t* published = c->published.load(std::memory_order_acquire);
       if (published <= c->unread) return;
       const std::vector<std::uint64_t>& copy = live.emplace_back(c->unread, published);
-      taken.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, 0});
+      copied.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, 0, c});
     });
+    // A chunk handed over while we looked is drained now (else its records
+    // would be missing); one we copied is then taken whole instead of its copy.
+    const std::size_t before = segments_.size();
+    drain_full_chunks();
+    taken = segments_;
+    for (const detail::segment& c : copied) {
+      const bool drained = std::any_of(segments_.begin() + static_cast<std::ptrdiff_t>(before), segments_.end(),
+                                       [&](const detail::segment& s) { return s.origin == c.origin; });
+      if (!drained) taken.push_back(c);
+    }
     if (device_ != nullptr) device = device_->snapshot();
     from = cut_point_;
     end = sample_clock();
@@ -593,10 +605,10 @@ inline void session::drain_full_chunks() {
     const auto used = static_cast<std::size_t>(end - c->unread);
     if (used * 4 < static_cast<std::size_t>(c->limit - c->data())) {
       const std::vector<std::uint64_t>& copy = copies_.emplace_back(c->unread, end);
-      segments_.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, now});
+      segments_.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, now, c});
       st.pool.recycle(c);
     } else {
-      segments_.push_back({c, c->unread, end, c->tid, true, now});
+      segments_.push_back({c, c->unread, end, c->tid, true, now, c});
       c->unread = end;
     }
     held_bytes_ += detail::segment_bytes(segments_.back());
@@ -610,7 +622,7 @@ inline void session::collect_live_chunks() {
     detail::chunk* c = tb.current.load(std::memory_order_acquire);
     if (c == nullptr) return;
     std::uint64_t* end = c->published.load(std::memory_order_acquire);
-    if (end > c->unread) segments_.push_back({c, c->unread, end, c->tid, false, now});
+    if (end > c->unread) segments_.push_back({c, c->unread, end, c->tid, false, now, c});
     c->unread = end;
   });
 }

@@ -26,6 +26,7 @@ struct segment {
   std::uint32_t tid;
   bool owned;  // taken from the full queue: recycle after decoding
   std::int64_t drained_ns = 0;  // steady ns when it was taken: its records are older
+  const chunk* origin = nullptr;  // the chunk the records were in (also for copies)
 };
 
 class decoder {

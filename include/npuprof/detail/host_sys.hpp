@@ -119,6 +119,20 @@ class host_sys_sampler {
     unavailable_.emplace_back(what);
   }
 
+  // Two byte counts shown as MiB since the first sample.
+  void totals(bool (*read)(std::uint64_t&, std::uint64_t&), const char* source, const char* first_name,
+              const char* second_name, std::uint64_t (&base)[2], bool first) {
+    std::uint64_t a = 0, b = 0;
+    if (!read(a, b)) {
+      missing(source);
+    } else if (first) {
+      base[0] = a, base[1] = b;
+    } else {
+      counter<host_sys_domain>(first_name, mib(a - base[0]));
+      counter<host_sys_domain>(second_name, mib(b - base[1]));
+    }
+  }
+
   void sample(std::int64_t now) {
     const bool first = last_ns_ == 0;
     if (cpu_) {
@@ -139,28 +153,8 @@ class host_sys_sampler {
         missing("mem");
       }
     }
-    if (disk_) {
-      std::uint64_t r = 0, w = 0;
-      if (!read_disk_bytes(r, w)) {
-        missing("disk");
-      } else if (first) {
-        disk_base_[0] = r, disk_base_[1] = w;
-      } else {
-        counter<host_sys_domain>("disk_read_mib", mib(r - disk_base_[0]));
-        counter<host_sys_domain>("disk_write_mib", mib(w - disk_base_[1]));
-      }
-    }
-    if (net_) {
-      std::uint64_t rx = 0, tx = 0;
-      if (!read_net_bytes(rx, tx)) {
-        missing("network");
-      } else if (first) {
-        net_base_[0] = rx, net_base_[1] = tx;
-      } else {
-        counter<host_sys_domain>("net_rx_mib", mib(rx - net_base_[0]));
-        counter<host_sys_domain>("net_tx_mib", mib(tx - net_base_[1]));
-      }
-    }
+    if (disk_) totals(read_disk_bytes, "disk", "disk_read_mib", "disk_write_mib", disk_base_, first);
+    if (net_) totals(read_net_bytes, "network", "net_rx_mib", "net_tx_mib", net_base_, first);
     last_ns_ = now;
   }
 

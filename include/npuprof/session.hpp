@@ -145,7 +145,7 @@ class session {
   void drain_loop();
   void start_signal_dump();
   void drain_full_chunks();
-  void collect_live_chunks();
+  void take_all_published();
   void discard_stale_records();
   std::shared_ptr<trace_data> collect(const segments& from_segments, clock_point from, clock_point end,
                                       const detail::device_times* device, bool take_counts);
@@ -318,9 +318,7 @@ inline void session::halt() {
     st.device.store(nullptr, std::memory_order_release);
     device_times_ = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
   }
-  drain_full_chunks();
-  collect_live_chunks();
-  drain_full_chunks();  // chunks handed over while we looked
+  take_all_published();
 }
 
 // No more dumps by signal; waits for one in progress. Called before
@@ -442,9 +440,7 @@ inline void session::step() {
     action_ = cfg_.schedule->action(step_);
     st.domains.set_recording(records(action_));
     if (ended == step_action::record_and_save) {
-      drain_full_chunks();
-      collect_live_chunks();
-      drain_full_chunks();  // chunks handed over while we looked
+      take_all_published();
       detail::device_times device;
       if (device_ != nullptr) device = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
       const clock_point end = sample_clock();
@@ -615,8 +611,10 @@ inline void session::drain_full_chunks() {
   }
 }
 
-// Chunks still owned by live threads: take what they have published so far.
-inline void session::collect_live_chunks() {
+// Every published record: full chunks, what live threads' chunks hold so
+// far, then chunks handed over while we looked at those.
+inline void session::take_all_published() {
+  drain_full_chunks();
   const std::int64_t now = steady_ns();
   detail::state().threads.for_each_live([&](detail::thread_buffer& tb) {
     detail::chunk* c = tb.current.load(std::memory_order_acquire);
@@ -625,6 +623,7 @@ inline void session::collect_live_chunks() {
     if (end > c->unread) segments_.push_back({c, c->unread, end, c->tid, false, now, c});
     c->unread = end;
   });
+  drain_full_chunks();
 }
 
 // Records written after the previous session stopped belong to no session.

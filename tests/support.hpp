@@ -23,10 +23,26 @@
 
 extern bool test_in_forked_child;  // tests/main.cpp
 
+#if defined(__SANITIZE_THREAD__)
+#define NPUPROF_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NPUPROF_TEST_TSAN 1
+#endif
+#endif
+
 namespace test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+
+/// ThreadSanitizer's runtime cannot start threads in the child of a
+/// multi-threaded fork(): such children skip that part under it.
+#ifdef NPUPROF_TEST_TSAN
+inline constexpr bool thread_sanitizer = true;
+#else
+inline constexpr bool thread_sanitizer = false;
+#endif
 
 /// A fresh directory, removed with its contents at the end of the test.
 struct temp_dir {

@@ -2,10 +2,17 @@
 // clock, and a session still running when the process exits.
 #include "support.hpp"
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <map>
 #include <regex>
 #include <thread>
 
@@ -22,6 +29,28 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "(no error)";
+}
+
+// Waits for a child for up to `seconds`; a child still running then hung,
+// and is killed. Returns its exit code, or -1.
+int wait_for_child(pid_t pid, int seconds) {
+  for (int i = 0; i < seconds * 100; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  MESSAGE("the child did not end within " << seconds << " s: killed");
+  return -1;
+}
+
+std::vector<test::fs::path> outputs_in(const test::temp_dir& dir) {
+  std::vector<test::fs::path> out;
+  for (auto& e : test::fs::directory_iterator(dir.path)) {
+    if (e.is_directory()) out.push_back(e.path());
+  }
+  return out;
 }
 
 }  // namespace
@@ -205,4 +234,130 @@ TEST_CASE("trace id from a callback, user metadata, and the rank in names and me
   g.start();
   g.stop();
   CHECK(g.trace_id().size() == 32);
+}
+
+TEST_CASE("a full disk is a clear error naming the file; nothing half-written stays, and the data is kept") {
+  // The file size limit stands in for a full disk: writes past it fail the
+  // way they fail on a full file system. In a child, where the limit is its own.
+  test::temp_dir dir, good;
+  const std::string full = (dir.path / "small").string();
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    test_in_forked_child = true;
+    std::signal(SIGXFSZ, SIG_IGN);  // a failed write, not a killed process
+    rlimit limit{};
+    ::getrlimit(RLIMIT_FSIZE, &limit);
+    const rlimit normal = limit;
+    limit.rlim_cur = 16 * 1024;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    auto cfg = test::config_in(dir);
+    cfg.output_dir = full;
+    npuprof::session s{cfg};
+    s.start();
+    for (int i = 0; i < 5000; ++i) npuprof::mark<kernels>("kept after a full disk");
+    const std::string msg = error_of([&] { s.stop(); });
+    ::setrlimit(RLIMIT_FSIZE, &normal);
+    std::ofstream(good.path / "error.txt") << msg;
+    try {
+      s.write_to(good.path.string());
+    } catch (...) {
+      std::_Exit(3);
+    }
+    std::_Exit(s.running() ? 4 : 0);
+  }
+  REQUIRE(wait_for_child(pid, 60) == 0);
+  std::ifstream in(good.path / "error.txt");
+  const std::string msg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_MESSAGE(msg.find("npuprof: cannot write '" + full + "/") != std::string::npos, msg);
+  CHECK_MESSAGE(msg.find("trace_view.json': " + std::string(std::strerror(EFBIG))) != std::string::npos, msg);
+  CHECK(test::fs::is_empty(full));  // the half-written directory was removed
+  const auto written = outputs_in(good);
+  REQUIRE(written.size() == 1);
+  const test::trace t = test::load(written[0]);
+  CHECK(t.count("kept after a full disk") == 5000);
+}
+
+TEST_CASE("fork() while threads record: the parent's trace is whole and the child can start its own session") {
+  test::temp_dir dir, child_dir;
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  std::atomic<bool> recording{true};
+  std::atomic<long> made[2] = {{0}, {0}};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&, t] {
+      const std::string prefix = "parent " + std::to_string(t) + " ";
+      long n = 0;
+      while (recording.load(std::memory_order_relaxed)) {
+        npuprof::mark<kernels>(prefix + std::to_string(n++));
+        if (n % 16 == 0) std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+      made[t] = n;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  npuprof::mark<kernels>("before fork");
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // Only this thread exists here. The parent's session, copied, records
+    // nothing and cannot be stopped here; a session of the child's own can run.
+    test_in_forked_child = true;
+    npuprof::mark<kernels>("child, before its session");
+    if (error_of([&] { s.stop(); }).find("not in this fork() child") == std::string::npos) std::_Exit(2);
+    if (test::thread_sanitizer) std::_Exit(0);
+    npuprof::session own{test::config_in(child_dir)};
+    try {
+      own.start();
+      std::thread([] {
+        for (int i = 0; i < 100; ++i) npuprof::mark<kernels>("child thread");
+      }).join();
+      npuprof::mark<kernels>("child main");
+      own.stop();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      std::_Exit(3);
+    }
+    std::exit(0);  // the exit hook runs here, with no session of the child's running
+  }
+  const int child = wait_for_child(pid, 30);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  recording = false;
+  for (auto& th : threads) th.join();
+  npuprof::mark<kernels>("after fork");
+  const test::trace t = test::load(s.stop());
+  REQUIRE(child == 0);
+
+  CHECK(t.count("before fork") == 1);
+  CHECK(t.count("after fork") == 1);
+  CHECK(t.count("child, before its session") == 0);
+  CHECK(t.count("child main") == 0);
+  CHECK(t.count_of("dropped_events") == 0);
+  std::map<std::string, int> seen;
+  for (const auto& e : t.events) {
+    if (e["ph"] == "i") ++seen[e["name"].get<std::string>()];
+  }
+  for (int th = 0; th < 2; ++th) {
+    REQUIRE(made[th] > 100);
+    long once = 0;
+    for (long i = 0; i < made[th]; ++i) once += seen["parent " + std::to_string(th) + " " + std::to_string(i)] == 1;
+    CHECK_MESSAGE(once == made[th], "thread " << th << ": " << once << " of " << made[th] << " marks once");
+  }
+
+  if (test::thread_sanitizer) {
+    MESSAGE("under ThreadSanitizer the child starts no session of its own (its runtime cannot start threads there)");
+    return;
+  }
+  const auto own = outputs_in(child_dir);
+  REQUIRE(own.size() == 1);
+  CHECK(own[0].filename().string().find("_" + std::to_string(pid) + "_") != std::string::npos);
+  const test::trace c = test::load(own[0]);
+  CHECK(c.count("child main") == 1);
+  CHECK(c.count("child thread") == 100);
+  CHECK(c.count("child, before its session") == 0);
+  CHECK(c.count("before fork") == 0);
+  std::size_t parents = 0;
+  for (const auto& e : c.events) parents += e.value("name", "").rfind("parent ", 0) == 0 ? 1 : 0;
+  CHECK(parents == 0);
 }

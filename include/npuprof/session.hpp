@@ -1,6 +1,7 @@
 // The session: the one place recording is switched on, drained and written.
 #pragma once
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,9 +15,11 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <random>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -46,6 +49,7 @@ namespace npuprof {
 class session;
 namespace detail {
 inline void stop_active_session_at_exit();
+inline void after_fork_in_child() noexcept;
 }
 
 /// Records markers between start() and stop(), then writes an output
@@ -62,6 +66,11 @@ inline void stop_active_session_at_exit();
 /// completed cycle is written as its own directory. As a flight recorder
 /// (config::flight) the session keeps only its last window and dump() writes
 /// it while recording goes on.
+///
+/// After fork() the child records nothing into the parent's session (its copy
+/// refuses stop() and the other calls) and may start a session of its own;
+/// the parent's trace is unaffected. A device runtime does not survive fork():
+/// a child's session should be host only.
 class session {
  public:
   explicit session(config cfg = config::from_env()) : cfg_(std::move(cfg)) { cfg_.validate(); }
@@ -135,6 +144,14 @@ class session {
 
  private:
   friend void detail::stop_active_session_at_exit();
+  friend void detail::after_fork_in_child() noexcept;
+  void abandon_in_child() noexcept;
+  void refuse_in_fork_child(const char* what) const {
+    if (parents_copy_) {
+      throw error(std::string("npuprof: cannot ") + what +
+                  " the session: it runs in the parent process, not in this fork() child");
+    }
+  }
   using segments = std::deque<detail::segment>;
 
   void halt();
@@ -180,6 +197,7 @@ class session {
   std::thread dumper_;  // a dump asked for by signal (guarded by control)
   std::atomic<bool> dumper_busy_{false};
   bool stopping_ = false;  // guarded by control
+  bool parents_copy_ = false;  // this process is a fork() child of the one running it
   int dumps_ = 0;
   std::string stop_reason_ = "stop";
   std::mutex host_sys_mutex_;
@@ -221,6 +239,43 @@ inline void stop_active_session_at_exit() {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
   }
+}
+
+// fork() while a session runs: the child gets a copy of every lock and of
+// the session, but none of its threads. The locks are held across fork()
+// (control first: the others are leaves, never held while taking another),
+// so the child gets them in a known state; there it drops the parent's session
+// and the buffers of threads it does not have, and may start its own.
+inline void before_fork() noexcept {
+  process_state& st = state();
+  st.control.lock();
+  st.threads.fork_lock().lock();
+  st.pool.fork_lock().lock();
+  st.strings.fork_lock().lock();
+  st.domains.fork_lock().lock();
+}
+
+inline void after_fork_in_parent() noexcept {
+  process_state& st = state();
+  st.domains.fork_lock().unlock();
+  st.strings.fork_lock().unlock();
+  st.pool.fork_lock().unlock();
+  st.threads.fork_lock().unlock();
+  st.control.unlock();
+}
+
+inline void after_fork_in_child() noexcept {
+  process_state& st = state();
+  st.domains.fork_lock().unlock();
+  st.strings.fork_lock().unlock();
+  st.pool.fork_lock().unlock();
+  st.threads.fork_lock().unlock();
+  // The child's thread has a new id, which the recursive mutex does not take
+  // for its owner's: unlocked (for race detectors' books), then made anew.
+  st.control.unlock();
+  new (&st.control) std::recursive_mutex();
+  st.threads.forget_all_but(t_buffer, [&](chunk* c) { st.pool.hand_full(c); });
+  if (session* s = st.active.exchange(nullptr, std::memory_order_acq_rel)) s->abandon_in_child();
 }
 
 inline std::string new_trace_id() {
@@ -292,6 +347,7 @@ inline void session::start() {
   if (!st.exit_hook_installed) {
     st.exit_hook_installed = true;
     std::atexit(&detail::stop_active_session_at_exit);
+    ::pthread_atfork(&detail::before_fork, &detail::after_fork_in_parent, &detail::after_fork_in_child);
   }
 }
 
@@ -384,7 +440,26 @@ inline nlohmann::json session::cycle_note(bool partial) const {
           {"schedule", cfg_.schedule->to_json()}};
 }
 
+// In a fork() child: the copy of the parent's session records nothing, owns
+// no threads (they stayed in the parent) and writes nothing; the parent's
+// session is unaffected.
+inline void session::abandon_in_child() noexcept {
+  detail::process_state& st = detail::state();
+  st.domains.set_recording(false);
+  st.domains.set_forwarding(false);
+  st.device.store(nullptr, std::memory_order_release);
+  st.forwarder.store(nullptr, std::memory_order_release);
+  signal_.restore();
+  // The thread objects name threads of the parent: never joined, never destroyed.
+  if (drainer_.joinable()) new std::thread(std::move(drainer_));
+  if (dumper_.joinable()) new std::thread(std::move(dumper_));
+  device_ = nullptr;
+  parents_copy_ = true;
+  running_.store(false, std::memory_order_release);
+}
+
 inline std::filesystem::path session::stop() {
+  refuse_in_fork_child("stop");
   retire_dumper();
   std::lock_guard<std::mutex> dumping(dump_mutex_);
   halt();
@@ -409,6 +484,7 @@ inline std::filesystem::path session::stop() {
   return deliver(*data_);
 }
 inline void session::cancel() {
+  refuse_in_fork_child("cancel");
   retire_dumper();
   std::lock_guard<std::mutex> dumping(dump_mutex_);
   halt();
@@ -420,6 +496,7 @@ inline void session::cancel() {
 }
 
 inline void session::clear() {
+  refuse_in_fork_child("clear");
   std::lock_guard<std::mutex> dumping(dump_mutex_);
   std::lock_guard<std::recursive_mutex> lock(detail::state().control);
   drain_full_chunks();
@@ -428,6 +505,7 @@ inline void session::clear() {
 }
 
 inline void session::step() {
+  refuse_in_fork_child("step");
   std::shared_ptr<trace_data> cycle;
   {
     std::lock_guard<std::mutex> dumping(dump_mutex_);
@@ -466,6 +544,7 @@ inline void session::step() {
 }
 
 inline std::filesystem::path session::dump(const std::string& reason) {
+  refuse_in_fork_child("dump");
   std::lock_guard<std::mutex> dumping(dump_mutex_);
   detail::process_state& st = detail::state();
   segments taken;
@@ -527,10 +606,17 @@ inline std::filesystem::path session::write_data(const trace_data& d, const std:
   std::string worker = cfg_.worker_name.empty() ? d.hostname : cfg_.worker_name;
   if (cfg_.worker_name.empty() && cfg_.rank >= 0) worker += "_rank" + std::to_string(cfg_.rank);
   const auto dir = detail::make_output_dir(parent, worker, d.pid, d.wall_start_ns);
-  detail::write_trace_view(d, (dir / "trace_view.json").string());
-  detail::write_file((dir / "profiler_metadata.json").string(),
-                     detail::render_metadata(d, trace_id_, user_metadata_).dump(2) + "\n");
-  detail::write_file((dir / "range_summary.csv").string(), detail::render_summary(d));
+  try {
+    detail::write_trace_view(d, (dir / "trace_view.json").string());
+    detail::write_file((dir / "profiler_metadata.json").string(),
+                       detail::render_metadata(d, trace_id_, user_metadata_).dump(2) + "\n");
+    detail::write_file((dir / "range_summary.csv").string(), detail::render_summary(d));
+  } catch (...) {
+    // No half-written output directory is left for a viewer to trip over.
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    throw;
+  }
   return dir;
 }
 

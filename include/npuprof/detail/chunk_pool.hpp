@@ -38,6 +38,9 @@ class chunk_pool {
   /// queue has a node reserved for every chunk in existence.
   void hand_full(chunk* c) noexcept { full_.bounded_push(c); }
 
+  /// For fork(): held across it so that the child finds it unlocked.
+  std::mutex& fork_lock() const noexcept { return mutex_; }
+
   // --- the drainer (callers serialise these) -------------------------------
 
   chunk* take_full() noexcept {

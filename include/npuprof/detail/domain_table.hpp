@@ -101,6 +101,9 @@ class domain_table {
     refresh_locked();
   }
 
+  /// For fork(): held across it so that the child finds it unlocked.
+  std::mutex& fork_lock() const noexcept { return mutex_; }
+
   /// The name of domain `index` ("" if none).
   std::string name_of(std::uint32_t index) const {
     std::lock_guard<std::mutex> lock(mutex_);

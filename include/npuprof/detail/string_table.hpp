@@ -28,6 +28,9 @@ class string_table {
     return id;
   }
 
+  /// For fork(): held across it so that the child finds it unlocked.
+  std::mutex& fork_lock() const noexcept { return mutex_; }
+
   /// The string of `id`; empty for an id the table never gave out.
   std::string_view lookup(std::uint64_t id) const {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -65,6 +65,25 @@ class thread_registry {
     return tb;
   }
 
+  /// For fork(): held across it so that the child finds it unlocked.
+  std::mutex& fork_lock() const noexcept { return mutex_; }
+
+  /// In a child after fork(): only `self`, the forking thread, exists there.
+  /// The others' buffers become spare; their chunks (the parent's records)
+  /// go to `hand_back`. The caller holds fork_lock().
+  template <class F>
+  void forget_all_but(const thread_buffer* self, F&& hand_back) {
+    for (thread_buffer* tb : all_) {
+      if (tb == self || !tb->live.load(std::memory_order_relaxed)) continue;
+      if (chunk* c = tb->current.exchange(nullptr, std::memory_order_relaxed)) hand_back(c);
+      tb->write = tb->limit = nullptr;
+      tb->dropped.store(0, std::memory_order_relaxed);
+      tb->live.store(false, std::memory_order_relaxed);
+      spare_.push_back(tb);
+    }
+    exited_drops_.clear();
+  }
+
   /// Called by an exiting thread after it handed over its chunk.
   void release(thread_buffer* tb) {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -42,6 +42,9 @@ TEST_CASE("a JSON config sets every key, with msprof_tx as an alias of mstx") {
 TEST_CASE("parse errors name the source, line and column") {
   const std::string msg = error_of([] { npuprof::config::from_json("{\n  \"mstx\": true,\n  oops\n}", "cfg.json"); });
   CHECK_MESSAGE(contains(msg, "cfg.json:3:3: invalid JSON"), msg);
+  // Found by fuzzing: a number too large for a double is an error too, not a crash.
+  const std::string huge = error_of([] { npuprof::config::from_json("888E8888888", "cfg.json"); });
+  CHECK_MESSAGE(contains(huge, "cfg.json: invalid JSON: number overflow"), huge);
 }
 
 TEST_CASE("wrong types name the key and say what was expected") {

@@ -323,6 +323,11 @@ inline config config::from_json(std::string_view text, const std::string& source
     if (colon != std::string::npos) what = what.substr(colon + 2);
     throw config_error(source + ":" + detail::text_position(text, e.byte == 0 ? 0 : e.byte - 1) +
                        ": invalid JSON: " + what);
+  } catch (const nlohmann::json::exception& e) {  // e.g. a number too large for a double
+    std::string what = e.what();
+    const std::size_t bracket = what.find("] ");
+    if (bracket != std::string::npos) what = what.substr(bracket + 2);
+    throw config_error(source + ": invalid JSON: " + what);
   }
   if (!doc.is_object()) {
     throw config_error(source + ": expected a JSON object at the top level, got " + detail::json_type_name(doc));

@@ -609,7 +609,9 @@ inline std::filesystem::path session::write_data(const trace_data& d, const std:
   try {
     detail::write_trace_view(d, (dir / "trace_view.json").string());
     detail::write_file((dir / "profiler_metadata.json").string(),
-                       detail::render_metadata(d, trace_id_, user_metadata_).dump(2) + "\n");
+                       detail::render_metadata(d, trace_id_, user_metadata_)
+                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                       "\n");
     detail::write_file((dir / "range_summary.csv").string(), detail::render_summary(d));
   } catch (...) {
     // No half-written output directory is left for a viewer to trip over.

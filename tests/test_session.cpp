@@ -361,3 +361,12 @@ TEST_CASE("fork() while threads record: the parent's trace is whole and the chil
   for (const auto& e : c.events) parents += e.value("name", "").rfind("parent ", 0) == 0 ? 1 : 0;
   CHECK(parents == 0);
 }
+
+TEST_CASE("metadata with invalid UTF-8 is written, each bad byte replaced by U+FFFD") {
+  test::temp_dir dir;
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  s.add_metadata("origin", std::string("bad \xff byte"));
+  const test::trace t = test::load(s.stop());
+  CHECK(t.meta["user"]["origin"] == "bad \xEF\xBF\xBD byte");
+}

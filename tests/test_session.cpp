@@ -375,3 +375,50 @@ TEST_CASE("metadata with invalid UTF-8 is written, each bad byte replaced by U+F
   const test::trace t = test::load(s.stop());
   CHECK(t.meta["user"]["origin"] == "bad \xEF\xBF\xBD byte");
 }
+
+TEST_CASE("an exception through scoped ranges ends them; one nobody catches still writes the trace") {
+  test::temp_dir dir;
+  const test::trace caught = test::record(test::config_in(dir), [] {
+    try {
+      NPUPROF_RANGE(kernels, "outer");
+      NPUPROF_RANGE(kernels, "inner");
+      throw std::runtime_error("kernel failed");
+    } catch (const std::runtime_error&) {
+      npuprof::mark<kernels>("caught");
+    }
+  });
+  REQUIRE(caught.count("outer", "X") == 1);
+  REQUIRE(caught.count("inner", "X") == 1);
+  CHECK(test::check_nesting(caught) == 2);
+  const auto caught_at = test::to_ns(caught.named("caught").at(0)["ts"]);
+  const auto outer = caught.named("outer").at(0);
+  CHECK(test::to_ns(outer["ts"]) + test::to_ns(outer["dur"]) <= caught_at + 1000);
+  CHECK(caught.count_of("open_ranges") == 0);
+
+  // Uncaught: std::terminate, which runs no exit handlers.
+  test::temp_dir crash_dir;
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    test_in_forked_child = true;
+    npuprof::session s{test::config_in(crash_dir)};
+    s.start();
+    std::signal(SIGABRT, SIG_DFL);  // the test framework's crash report is not wanted here
+    npuprof::mark<kernels>("before the throw");
+    // A copied message writes the begin at once, so the open range is reported.
+    npuprof::scoped_range<kernels> open{std::string("never ends")};
+    std::thread([] { throw std::runtime_error("nobody catches this"); }).join();
+    std::_Exit(0);  // not reached
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGABRT);  // the handler before npuprof's still ran
+  const auto written = outputs_in(crash_dir);
+  REQUIRE(written.size() == 1);
+  const test::trace t = test::load(written[0]);
+  CHECK(t.count("before the throw") == 1);
+  CHECK(t.named("never ends").at(0)["args"]["incomplete"] == true);
+  CHECK(t.count_of("open_ranges") == 1);
+  CHECK(t.meta["collection"]["reason"] == "terminate");
+}

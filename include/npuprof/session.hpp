@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -48,7 +49,7 @@ namespace npuprof {
 
 class session;
 namespace detail {
-inline void stop_active_session_at_exit();
+inline void stop_active_session_for(const char* why);
 inline void after_fork_in_child() noexcept;
 }
 
@@ -143,7 +144,7 @@ class session {
   void add_metadata(const std::string& key, nlohmann::json value) { user_metadata_[key] = std::move(value); }
 
  private:
-  friend void detail::stop_active_session_at_exit();
+  friend void detail::stop_active_session_for(const char* why);
   friend void detail::after_fork_in_child() noexcept;
   void abandon_in_child() noexcept;
   void refuse_in_fork_child(const char* what) const {
@@ -219,7 +220,9 @@ inline std::filesystem::path dump(const std::string& reason = "requested");
 
 namespace detail {
 
-inline void stop_active_session_at_exit() {
+// Stops and writes the running session, if any; `why` says when ("exit",
+// "terminate").
+inline void stop_active_session_for(const char* why) {
   session* s = state().active.load(std::memory_order_acquire);
   if (s == nullptr || !s->running()) return;
   try {
@@ -228,17 +231,34 @@ inline void stop_active_session_at_exit() {
       s->cancel();
       return;
     }
-    s->stop_reason_ = "exit";
+    s->stop_reason_ = why;
     const auto dir = s->stop();
     if (dir.empty()) {
-      std::fprintf(stderr, "npuprof: session still running at exit: stopped, nothing to write\n");
+      std::fprintf(stderr, "npuprof: session still running at %s: stopped, nothing to write\n", why);
     } else {
-      std::fprintf(stderr, "npuprof: session still running at exit: stopped, trace written to %s\n",
+      std::fprintf(stderr, "npuprof: session still running at %s: stopped, trace written to %s\n", why,
                    dir.string().c_str());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
   }
+}
+
+inline void stop_active_session_at_exit() { stop_active_session_for("exit"); }
+
+// std::terminate (an exception nobody caught, a throwing destructor) ends the
+// process without exit handlers: the trace is written first, then the
+// handler that was there before runs (by default: abort).
+inline std::terminate_handler& terminate_before_npuprof() {
+  static std::terminate_handler previous = nullptr;
+  return previous;
+}
+
+inline void on_terminate() {
+  static std::atomic<bool> once{false};
+  if (!once.exchange(true)) stop_active_session_for("terminate");
+  if (std::terminate_handler previous = terminate_before_npuprof()) previous();
+  std::abort();
 }
 
 // fork() while a session runs: the child gets a copy of every lock and of
@@ -347,6 +367,7 @@ inline void session::start() {
   if (!st.exit_hook_installed) {
     st.exit_hook_installed = true;
     std::atexit(&detail::stop_active_session_at_exit);
+    detail::terminate_before_npuprof() = std::set_terminate(&detail::on_terminate);
     ::pthread_atfork(&detail::before_fork, &detail::after_fork_in_parent, &detail::after_fork_in_child);
   }
 }
@@ -472,7 +493,7 @@ inline std::filesystem::path session::stop() {
     } else {
       data_ = collect(segments_, cut_point_, end, device_ != nullptr ? &device_times_ : nullptr, true);
       if (cfg_.schedule) data_->collection = cycle_note(true);
-      if (cfg_.flight.enabled) data_->collection["reason"] = stop_reason_;
+      if (!cfg_.schedule) data_->collection["reason"] = stop_reason_;  // stop, exit, terminate, ...
       finish_data(*data_, end.steady);
     }
     device_times_ = detail::device_times();

@@ -79,3 +79,28 @@ TEST_CASE("the trace has process and thread metadata, sorted slices, and only Pe
   CHECK(t.named("process_name", "M").size() == 1);
   CHECK(test::check_nesting(t) == 20);
 }
+
+namespace {
+struct long_names {
+  static constexpr const char* name = "long_names";
+};
+}  // namespace
+
+TEST_CASE("long registered names and domain names, escaped, in slices and counters, parse back whole") {
+  test::temp_dir dir;
+  std::string long_name(20000, 'n');
+  for (std::size_t i = 0; i < long_name.size(); i += 7) long_name[i] = '"';  // each one escaped: longer still
+  const std::string long_domain = "dom" + std::string(3000, '\\');
+  static const npuprof::registered_string<long_names> reg{long_name};
+  auto t = test::record(test::config_in(dir), [&] {
+    { npuprof::scoped_range<long_names> r{reg}; }
+    npuprof::counter<long_names>(reg, 42);
+    { npuprof::scoped_range r{npuprof::domain_by_name(long_domain), reg}; }
+  });
+  CHECK(t.count(long_name, "X") == 2);
+  const auto c = t.named(long_name, "C");
+  REQUIRE(c.size() == 1);
+  CHECK(c[0]["args"][long_name] == 42);
+  CHECK(t.named(long_name, "X").size() == 2);
+  CHECK(t.where([&](const test::json& e) { return e["ph"] == "X" && e["cat"] == long_domain; }).size() == 1);
+}

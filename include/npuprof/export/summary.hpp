@@ -38,15 +38,17 @@ inline std::int64_t percentile(const std::vector<std::int64_t>& v, double p) {
 }
 
 inline std::string render_summary(const trace_data& d) {
-  // (where, domain, name) -> durations in ns
-  std::map<std::tuple<std::string, std::uint16_t, std::uint32_t>, std::vector<std::int64_t>> groups;
+  // (where: device 0, host 1; domain; name) -> durations in ns. Numbers, not
+  // strings, as keys: this runs once per slice.
+  constexpr int device_side = 0, host_side = 1;
+  std::map<std::tuple<int, std::uint16_t, std::uint32_t>, std::vector<std::int64_t>> groups;
   for (const trace_event& e : d.events) {
-    if (e.what == trace_event::type::slice && !e.incomplete) groups[{"host", e.domain, e.name}].push_back(e.dur);
+    if (e.what == trace_event::type::slice && !e.incomplete) groups[{host_side, e.domain, e.name}].push_back(e.dur);
   }
   for (const device_event& e : d.device_events) {
     if (e.instant) continue;
     const trace_event& host = d.events[e.host];
-    groups[{"device", host.domain, host.name}].push_back(e.dur);
+    groups[{device_side, host.domain, host.name}].push_back(e.dur);
   }
   struct row {
     std::string line;
@@ -58,7 +60,8 @@ inline std::string render_summary(const trace_data& d) {
     std::sort(durs.begin(), durs.end());
     std::int64_t total = 0;
     for (std::int64_t v : durs) total += v;
-    const auto& [where, domain, name] = key;
+    const auto& [side, domain, name] = key;
+    const char* where = side == device_side ? "device" : "host";
     const std::string_view domain_name =
         domain < d.domains.size() ? std::string_view(d.domains[domain]) : std::string_view("?");
     rows.push_back({fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", csv_cell(domain_name), csv_cell(d.strings[name]),

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -47,6 +48,46 @@ inline void append_int(fmt::memory_buffer& out, std::uint64_t v) {
   const fmt::format_int s(v);
   out.append(s.data(), s.data() + s.size());
 }
+
+/// Writes into a memory buffer through a plain pointer, after reserving the
+/// most it may write: one capacity check per event instead of one per piece
+/// (most of the export's time went into those checks).
+class raw_writer {
+ public:
+  raw_writer(fmt::memory_buffer& out, std::size_t most) : out_(out) {
+    out.try_reserve(out.size() + most);
+    p_ = out.data() + out.size();
+  }
+  template <std::size_t N>
+  void literal(const char (&s)[N]) noexcept {  // copied with a size known at compile time
+    std::memcpy(p_, s, N - 1);
+    p_ += N - 1;
+  }
+  void put(std::string_view s) noexcept {
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+  }
+  void integer(std::uint64_t v) noexcept { put_digits(fmt::format_int(v)); }
+  /// Nanoseconds as microseconds with three decimals (negative: 0).
+  void microseconds(std::int64_t ns) noexcept {
+    if (ns < 0) ns = 0;
+    put_digits(fmt::format_int(ns / 1000));
+    const auto frac = static_cast<int>(ns % 1000);
+    p_[0] = '.';
+    p_[1] = static_cast<char>('0' + frac / 100);
+    p_[2] = static_cast<char>('0' + frac / 10 % 10);
+    p_[3] = static_cast<char>('0' + frac % 10);
+    p_ += 4;
+  }
+  /// Ends the raw writing: the buffer's size covers what was written.
+  void done() noexcept { out_.try_resize(static_cast<std::size_t>(p_ - out_.data())); }
+
+ private:
+  void put_digits(const fmt::format_int& d) noexcept { put(std::string_view(d.data(), d.size())); }
+
+  fmt::memory_buffer& out_;
+  char* p_;
+};
 
 class trace_view_writer {
  public:
@@ -110,9 +151,27 @@ class trace_view_writer {
     place_on_lanes(moved);
   }
 
+  // Sorts event indices by start, longer first on ties (as earlier() does),
+  // through a compact copy of the keys: sorting the indices themselves would
+  // reach into the events at random on every comparison.
+  void sort_by_time(std::vector<std::size_t>& list) const {
+    struct key {
+      std::int64_t ts, neg_dur;
+      std::size_t index;
+      bool operator<(const key& o) const { return ts != o.ts ? ts < o.ts : neg_dur < o.neg_dur; }
+    };
+    std::vector<key> keys(list.size());
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      const trace_event& e = data_.events[list[k]];
+      keys[k] = {e.ts, -e.dur, list[k]};
+    }
+    std::sort(keys.begin(), keys.end());
+    for (std::size_t k = 0; k < list.size(); ++k) list[k] = keys[k].index;
+  }
+
   void keep_nested(std::vector<std::size_t>& list, std::vector<std::size_t>& moved) {
     const auto& ev = data_.events;
-    std::sort(list.begin(), list.end(), [&](std::size_t a, std::size_t b) { return earlier(ev[a], ev[b]); });
+    sort_by_time(list);
     std::vector<span> stack;
     for (std::size_t i : list) {
       const span s{ev[i].ts, ev[i].ts + ev[i].dur, i};
@@ -226,36 +285,39 @@ class trace_view_writer {
   }
 
   void write_event(fmt::memory_buffer& out, const trace_event& e, std::uint32_t track) {
-    auto it = std::back_inserter(out);
-    const std::string_view domain = data_.domain_of(e);
-    out.append(std::string_view(",\n{\"name\":"));
-    append_json_string(out, data_.name_of(e));
+    const std::string_view name = json_name(e.name);
+    const std::string_view domain = json_domain(e);
+    raw_writer w(out, 2 * name.size() + 2 * domain.size() + 256);  // a counter writes its name twice
+    w.literal(",\n{\"name\":");
+    w.put(name);
     switch (e.what) {
       case trace_event::type::slice:
-        out.append(std::string_view(",\"ph\":\"X\",\"ts\":"));
-        append_us(out, e.ts);
-        out.append(std::string_view(",\"dur\":"));
-        append_us(out, e.dur);
+        w.literal(",\"ph\":\"X\",\"ts\":");
+        w.microseconds(e.ts);
+        w.literal(",\"dur\":");
+        w.microseconds(e.dur);
         break;
       case trace_event::type::instant:
-        out.append(std::string_view(",\"ph\":\"i\",\"s\":\"t\",\"ts\":"));
-        append_us(out, e.ts);
+        w.literal(",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+        w.microseconds(e.ts);
         break;
       case trace_event::type::counter:
-        out.append(std::string_view(",\"ph\":\"C\",\"ts\":"));
-        append_us(out, e.ts);
+        w.literal(",\"ph\":\"C\",\"ts\":");
+        w.microseconds(e.ts);
         break;
     }
-    out.append(std::string_view(",\"pid\":"));
-    append_int(out, data_.pid);
-    out.append(std::string_view(",\"tid\":"));
-    append_int(out, track);
-    out.append(std::string_view(",\"cat\":"));
-    append_json_string(out, domain);
-    out.append(std::string_view(",\"args\":{"));
+    w.literal(",\"pid\":");
+    w.integer(data_.pid);
+    w.literal(",\"tid\":");
+    w.integer(track);
+    w.literal(",\"cat\":");
+    w.put(domain);
+    w.literal(",\"args\":{");
     if (e.what == trace_event::type::counter) {
-      append_json_string(out, data_.name_of(e));
-      out.push_back(':');
+      w.put(name);
+      w.literal(":");
+      w.done();
+      auto it = std::back_inserter(out);
       if (!e.value_is_double) {
         fmt::format_to(it, "{}", e.value.i64);
       } else if (std::isfinite(e.value.f64)) {
@@ -266,10 +328,15 @@ class trace_view_writer {
       out.append(std::string_view("}}"));
       return;
     }
-    out.append(std::string_view("\"domain\":"));
-    append_json_string(out, domain);
-    out.append(std::string_view(e.what == trace_event::type::slice ? R"(,"event_type":"start/end")"
-                                                                     : R"(,"event_type":"marker")"));
+    w.literal("\"domain\":");
+    w.put(domain);
+    if (e.what == trace_event::type::slice) {
+      w.literal(R"(,"event_type":"start/end")");
+    } else {
+      w.literal(R"(,"event_type":"marker")");
+    }
+    w.done();
+    auto it = std::back_inserter(out);
     if (e.stream != 0) fmt::format_to(it, R"(,"stream":"{:#x}")", e.stream);
     if (e.what == trace_event::type::slice && e.end_tid != e.tid) fmt::format_to(it, R"(,"end_tid":{})", e.end_tid);
     if (e.incomplete) out.append(std::string_view(R"(,"incomplete":true)"));
@@ -343,10 +410,10 @@ class trace_view_writer {
   void write_device_event(fmt::memory_buffer& out, std::size_t i) {
     const device_event& d = data_.device_events[i];
     const trace_event& host = data_.events[d.host];
-    const std::string_view domain = data_.domain_of(host);
+    const std::string_view domain = json_domain(host);
     const std::uint32_t pid = device_pid();
     out.append(std::string_view(",\n{\"name\":"));
-    append_json_string(out, data_.name_of(host));
+    out.append(json_name(host.name));
     out.append(std::string_view(d.instant ? R"(,"ph":"i","s":"t","ts":)" : R"(,"ph":"X","ts":)"));
     append_us(out, d.ts);
     if (!d.instant) {
@@ -354,9 +421,9 @@ class trace_view_writer {
       append_us(out, d.dur);
     }
     fmt::format_to(std::back_inserter(out), R"(,"pid":{},"tid":{},"cat":)", pid, device_track_[i]);
-    append_json_string(out, domain);
+    out.append(domain);
     out.append(std::string_view(",\"args\":{\"domain\":"));
-    append_json_string(out, domain);
+    out.append(domain);
     fmt::format_to(std::back_inserter(out), R"(,"event_type":"{}","stream":"{:#x}","host_tid":{}}}}})",
                    d.instant ? "marker" : "start/end", d.stream, host.tid);
     if (d.instant) return;
@@ -373,7 +440,30 @@ class trace_view_writer {
     fmt::format_to(std::back_inserter(out), R"(,"pid":{},"tid":{}}})", pid, device_track_[i]);
   }
 
+  // Names and domains repeat from event to event: each is escaped once, as
+  // a JSON string literal with its quotes.
+  std::string_view json_name(std::uint32_t index) {
+    if (index >= data_.strings.size()) return "\"\"";
+    if (json_names_.empty()) json_names_.resize(data_.strings.size());
+    std::string& s = json_names_[index];
+    if (s.empty()) s = json_literal(data_.strings[index]);
+    return s;
+  }
+  std::string_view json_domain(const trace_event& e) {
+    if (json_domains_.size() <= e.domain) json_domains_.resize(e.domain + 1u);
+    std::string& s = json_domains_[e.domain];
+    if (s.empty()) s = json_literal(data_.domain_of(e));
+    return s;
+  }
+  static std::string json_literal(std::string_view text) {
+    fmt::memory_buffer b;
+    append_json_string(b, text);
+    return std::string(b.data(), b.size());
+  }
+
   const trace_data& data_;
+  std::vector<std::string> json_names_;    // by string index; "" until first needed
+  std::vector<std::string> json_domains_;  // by domain index
   std::vector<std::uint32_t> device_track_;
   std::vector<std::uint64_t> streams_;  // by first device event
   std::map<std::uint32_t, std::size_t> lanes_used_;

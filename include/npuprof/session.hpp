@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -266,30 +267,29 @@ inline void on_terminate() {
 // (control first: the others are leaves, never held while taking another),
 // so the child gets them in a known state; there it drops the parent's session
 // and the buffers of threads it does not have, and may start its own.
-inline void before_fork() noexcept {
+inline std::array<std::mutex*, 4> fork_leaf_locks() noexcept {
   process_state& st = state();
-  st.control.lock();
-  st.threads.fork_lock().lock();
-  st.pool.fork_lock().lock();
-  st.strings.fork_lock().lock();
-  st.domains.fork_lock().lock();
+  return {&st.threads.fork_lock(), &st.pool.fork_lock(), &st.strings.fork_lock(), &st.domains.fork_lock()};
+}
+
+inline void before_fork() noexcept {
+  state().control.lock();
+  for (std::mutex* m : fork_leaf_locks()) m->lock();
+}
+
+inline void unlock_fork_leaf_locks() noexcept {
+  const auto locks = fork_leaf_locks();
+  for (auto it = locks.rbegin(); it != locks.rend(); ++it) (*it)->unlock();
 }
 
 inline void after_fork_in_parent() noexcept {
-  process_state& st = state();
-  st.domains.fork_lock().unlock();
-  st.strings.fork_lock().unlock();
-  st.pool.fork_lock().unlock();
-  st.threads.fork_lock().unlock();
-  st.control.unlock();
+  unlock_fork_leaf_locks();
+  state().control.unlock();
 }
 
 inline void after_fork_in_child() noexcept {
   process_state& st = state();
-  st.domains.fork_lock().unlock();
-  st.strings.fork_lock().unlock();
-  st.pool.fork_lock().unlock();
-  st.threads.fork_lock().unlock();
+  unlock_fork_leaf_locks();
   // The child's thread has a new id, which the recursive mutex does not take
   // for its owner's: unlocked (for race detectors' books), then made anew.
   st.control.unlock();

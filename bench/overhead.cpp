@@ -449,7 +449,9 @@ int main(int argc, char** argv) {
   const double nvtx = get("nvtx3_push_pop_no_tool");
   row_key("peer NVTX3 push/pop, no tool", "nvtx3_push_pop_no_tool", two, "");
   row_key("peer NVTX3 scoped_range_in, no tool", "nvtx3_scoped_registered_no_tool", two, "");
-  row("disabled npuprof vs NVTX3 no tool", get("disabled_no_session"), nvtx, "<= 2x NVTX3");
+  row("disabled npuprof vs NVTX3 push/pop", get("disabled_no_session"), nvtx, "<= 2x NVTX3");
+  row("disabled npuprof vs NVTX3 scoped_range", get("disabled_no_session"), get("nvtx3_scoped_registered_no_tool"),
+      "same shape: a scoped range, registered name");
 #else
   std::printf("%-40s %9s %9s  %s\n", "peer NVTX3", "-", "-", "skipped: nvtx3 headers not found at build time");
 #endif

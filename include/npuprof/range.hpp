@@ -28,15 +28,15 @@ namespace detail {
 /// outlive the constructor) and matched with the end by id.
 class scoped_core {
  public:
-  NPUPROF_ALWAYS_INLINE void begin(domain_handle& h, const message& m, stream_t stream) noexcept {
+  NPUPROF_ALWAYS_INLINE void begin(domain_handle& h, message m, stream_t stream) noexcept {
     const std::uint16_t s = recording_state(h);
     if (s == 0) return;
     stream_ = stream;
     if (NPUPROF_UNLIKELY(s & forward_bit)) forward_begin(s, m, stream);
     if (m.is_registered()) {
       tag_ = make_tag(kind::complete, s - 1u, m.id());
-      first_ = raw_ticks();
-      if (stream != nullptr) device_ = record_device_event(stream);
+      word_ = raw_ticks();
+      if (stream != nullptr) device_ = begin_device_event(stream);
       return;
     }
     begin_copied(s - 1u, m);
@@ -46,34 +46,35 @@ class scoped_core {
     if (NPUPROF_UNLIKELY(forwarded_ != 0)) forward_range_end(forward_domain_, forwarded_);
     if (tag_ == 0) return;
     if (tag_kind(tag_) != kind::complete) {
-      write_end(second_, stream_);
+      write_end(word_, stream_);
     } else if (stream_ == nullptr) {
-      write3(first_, tag_, raw_ticks());
+      write3(word_, tag_, raw_ticks());
     } else {
-      write_complete_on_stream(first_, tag_, stream_, device_);
+      write_complete_on_stream(word_, tag_, stream_, device_);
     }
   }
 
  private:
-  void forward_begin(std::uint16_t s, const message& m, stream_t stream) noexcept {
+  void forward_begin(std::uint16_t s, message m, stream_t stream) noexcept {
     forwarded_ = forward_range_start(s, m, stream);
     forward_domain_ = forwarded_domain(s);
   }
 
   // Out of line: copying is the slower path, and keeps the inline part small.
-  void begin_copied(std::uint32_t index, const message& m) noexcept {
+  void begin_copied(std::uint32_t index, message m) noexcept {
     const std::uint64_t id = next_range_id();
     if (id != 0 && write_begin(index, m, id, stream_)) {
       tag_ = make_tag(kind::end, 0, 0);
-      second_ = id;
+      word_ = id;
     }
   }
 
-  std::uint64_t tag_ = 0;     // the record the end writes; 0: not recording
-  std::uint64_t first_ = 0;   // begin ticks (complete records)
-  std::uint64_t second_ = 0;  // range id (copied messages)
+  // Kept to five words and a half, all zero when nothing records: a disabled
+  // range costs these few stores, a load and two branches.
+  std::uint64_t tag_ = 0;        // the record the end writes; 0: not recording
+  std::uint64_t word_ = 0;       // begin ticks (complete records) or range id (copied messages)
   stream_t stream_ = nullptr;
-  device_seqs device_;        // device event of the begin (complete records on a stream)
+  std::uint64_t device_ = 0;     // begin_device_event() of a complete record on a stream
   std::uint64_t forwarded_ = 0;  // the range's id in the tool markers are forwarded to
   std::uint32_t forward_domain_ = 0;
 };

@@ -34,6 +34,7 @@
 #include "detail/decode.hpp"
 #include "detail/dump_signal.hpp"
 #include "detail/event_filter.hpp"
+#include "detail/huge_pages.hpp"
 #include "detail/host_sys.hpp"
 #include "detail/state.hpp"
 #include "error.hpp"
@@ -771,7 +772,7 @@ inline std::shared_ptr<trace_data> session::collect(const segments& from_segment
 
   std::size_t words = 0;
   for (const detail::segment& s : from_segments) words += static_cast<std::size_t>(s.to - s.from);
-  d->events.reserve(words / 3);  // no record is smaller than 2 words; most are 3
+  detail::reserve_huge(d->events, words / 2);  // no record is smaller than 2 words: never grows
   if (device_ != nullptr) {
     d->backend = device_->describe();
     if (backend_note_.contains("mstx_forward")) d->backend["mstx_forward"] = backend_note_["mstx_forward"];

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "../trace_data.hpp"
+#include "../detail/huge_pages.hpp"
 #include "file.hpp"
 #include "json_escape.hpp"
 
@@ -91,7 +92,10 @@ class raw_writer {
 
 class trace_view_writer {
  public:
-  explicit trace_view_writer(const trace_data& data) : data_(data), track_(data.events.size()) {}
+  explicit trace_view_writer(const trace_data& data) : data_(data) {
+    reserve_huge(track_, data.events.size());
+    track_.resize(data.events.size());
+  }
 
   /// Writes the document in pieces of about `chunk` bytes to `sink`.
   template <class Sink>
@@ -108,7 +112,16 @@ class trace_view_writer {
         out.clear();
       }
     };
-    for (std::size_t i : sorted_events()) {
+    // Track by track (threads by id, then the cross-thread lanes), each in
+    // start order: the lists assign_tracks() sorted.
+    for (auto& [tid, list] : by_thread_) {
+      for (std::size_t i : list) {
+        if (track_[i] != tid) continue;  // moved to a lane
+        write_event(out, data_.events[i], tid);
+        flush();
+      }
+    }
+    for (std::size_t i : by_lane()) {
       write_event(out, data_.events[i], track_[i]);
       flush();
     }
@@ -133,38 +146,61 @@ class trace_view_writer {
   }
 
   // Each slice stays on its thread unless it breaks strict nesting there.
+  // Every event of a thread goes into its list, which is sorted once, by
+  // start, and then written in that order.
   void assign_tracks() {
-    std::map<std::uint32_t, std::vector<std::size_t>> by_thread;
-    std::vector<std::size_t> moved;
+    reserve_thread_lists();
     for (std::size_t i = 0; i < data_.events.size(); ++i) {
       const trace_event& e = data_.events[i];
       track_[i] = e.tid;
       if (tids_.empty() || tids_.back() != e.tid) tids_.push_back(e.tid);
-      if (e.what != trace_event::type::slice) continue;
-      if (e.id_matched && e.end_tid != e.tid) {
-        moved.push_back(i);
+      if (e.what == trace_event::type::slice && e.id_matched && e.end_tid != e.tid) {
+        moved_.push_back(i);
       } else {
-        by_thread[e.tid].push_back(i);
+        by_thread_[e.tid].push_back(i);
       }
     }
-    for (auto& [tid, list] : by_thread) keep_nested(list, moved);
-    place_on_lanes(moved);
+    for (auto& [tid, list] : by_thread_) keep_nested(list, moved_);
+    place_on_lanes(moved_);
   }
 
-  // Sorts event indices by start, longer first on ties (as earlier() does),
-  // through a compact copy of the keys: sorting the indices themselves would
-  // reach into the events at random on every comparison.
+  // Each thread's list gets its room before it is filled: they are the
+  // largest arrays of the export.
+  void reserve_thread_lists() {
+    std::map<std::uint32_t, std::size_t> count;
+    std::uint32_t tid = 0;
+    std::size_t run = 0;
+    for (const trace_event& e : data_.events) {
+      if (e.tid != tid && run != 0) {
+        count[tid] += run;
+        run = 0;
+      }
+      tid = e.tid;
+      ++run;
+    }
+    if (run != 0) count[tid] += run;
+    for (auto& [t, n] : count) reserve_huge(by_thread_[t], n);
+  }
+
+  // Sorts event indices by start, longer first on ties (as earlier() does).
+  // A thread's events come from its buffer in the order they were written,
+  // which is start order unless ranges nest: that case costs one pass.
+  // Otherwise the sort goes through a compact copy of the keys: sorting the
+  // indices themselves would reach into the events at random on every
+  // comparison.
   void sort_by_time(std::vector<std::size_t>& list) const {
+    const auto& ev = data_.events;
+    bool sorted = true;
+    for (std::size_t k = 1; k < list.size() && sorted; ++k) sorted = !earlier(ev[list[k]], ev[list[k - 1]]);
+    if (sorted) return;
     struct key {
       std::int64_t ts, neg_dur;
       std::size_t index;
       bool operator<(const key& o) const { return ts != o.ts ? ts < o.ts : neg_dur < o.neg_dur; }
     };
-    std::vector<key> keys(list.size());
-    for (std::size_t k = 0; k < list.size(); ++k) {
-      const trace_event& e = data_.events[list[k]];
-      keys[k] = {e.ts, -e.dur, list[k]};
-    }
+    std::vector<key> keys;
+    keys.reserve(list.size());
+    for (std::size_t i : list) keys.push_back({ev[i].ts, -ev[i].dur, i});
     std::sort(keys.begin(), keys.end());
     for (std::size_t k = 0; k < list.size(); ++k) list[k] = keys[k].index;
   }
@@ -174,6 +210,7 @@ class trace_view_writer {
     sort_by_time(list);
     std::vector<span> stack;
     for (std::size_t i : list) {
+      if (ev[i].what != trace_event::type::slice) continue;  // instants and counters stay
       const span s{ev[i].ts, ev[i].ts + ev[i].dur, i};
       for (;;) {
         while (!stack.empty() && stack.back().end <= s.begin) stack.pop_back();
@@ -217,25 +254,11 @@ class trace_view_writer {
     lane_count_ = lanes.size();
   }
 
-  // By track, then start, longer first. Sorting compact keys keeps the sort
-  // in cache.
-  std::vector<std::size_t> sorted_events() const {
-    struct key {
-      std::uint32_t track;
-      std::int64_t ts;
-      std::int64_t neg_dur;
-      std::size_t index;
-      bool operator<(const key& o) const {
-        if (track != o.track) return track < o.track;
-        if (ts != o.ts) return ts < o.ts;
-        return neg_dur < o.neg_dur;
-      }
-    };
-    std::vector<key> keys(data_.events.size());
-    for (std::size_t i = 0; i < keys.size(); ++i) keys[i] = {track_[i], data_.events[i].ts, -data_.events[i].dur, i};
-    std::sort(keys.begin(), keys.end());
-    std::vector<std::size_t> order(keys.size());
-    for (std::size_t i = 0; i < keys.size(); ++i) order[i] = keys[i].index;
+  // The moved slices, lane by lane, each lane in start order (moved_ is in
+  // start order after place_on_lanes).
+  std::vector<std::size_t> by_lane() const {
+    std::vector<std::size_t> order(moved_);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return track_[a] < track_[b]; });
     return order;
   }
 
@@ -469,6 +492,8 @@ class trace_view_writer {
   std::map<std::uint32_t, std::size_t> lanes_used_;
   std::uint64_t flows_ = 0;
   std::vector<std::uint32_t> track_;
+  std::map<std::uint32_t, std::vector<std::size_t>> by_thread_;  // event indices of each thread, in start order
+  std::vector<std::size_t> moved_;  // slices that leave their thread's track, in start order
   std::vector<std::uint32_t> tids_;
   std::size_t lane_count_ = 0;
   bool first_ = true;

@@ -305,30 +305,13 @@ void report_device_drops(benchmark::State& state) {
   state.counters["device_dropped"] = b != nullptr ? b->describe()["device_events"]["dropped_pool_empty"].get<double>() : -1;
 }
 
-void device_two_bare_records(benchmark::State& state) {
-  aclrtEvent ev[2] = {nullptr, nullptr};
-  aclrtCreateEventWithFlag(&ev[0], ACL_EVENT_TIME_LINE);
-  aclrtCreateEventWithFlag(&ev[1], ACL_EVENT_TIME_LINE);
-  std::int64_t i = 0;
-  for (auto _ : state) {
-    aclrtRecordEvent(ev[0], g_stream);
-    aclrtRecordEvent(ev[1], g_stream);
-    let_device_catch_up(state, i++);
-  }
-  aclrtSynchronizeStream(g_stream);
-  aclrtDestroyEvent(ev[0]);
-  aclrtDestroyEvent(ev[1]);
-}
-
-// The same two calls on a different pair of events each time, as timing
-// needs (an event recorded again before it was read loses its time): 1024
-// pairs, as many as the range's pool holds.
-void device_two_bare_records_rotating(benchmark::State& state) {
-  std::vector<aclrtEvent> ev(2048, nullptr);
+// Two bare records per iteration on `pairs` pairs of events in turn.
+void bare_records(benchmark::State& state, std::size_t pairs) {
+  std::vector<aclrtEvent> ev(2 * pairs, nullptr);
   for (aclrtEvent& e : ev) aclrtCreateEventWithFlag(&e, ACL_EVENT_TIME_LINE);
   std::int64_t i = 0;
   for (auto _ : state) {
-    const std::size_t k = static_cast<std::size_t>(i & 1023) * 2;
+    const std::size_t k = static_cast<std::size_t>(i) % pairs * 2;
     aclrtRecordEvent(ev[k], g_stream);
     aclrtRecordEvent(ev[k + 1], g_stream);
     let_device_catch_up(state, i++);
@@ -336,6 +319,14 @@ void device_two_bare_records_rotating(benchmark::State& state) {
   aclrtSynchronizeStream(g_stream);
   for (aclrtEvent e : ev) aclrtDestroyEvent(e);
 }
+
+// The same two events each time.
+void device_two_bare_records(benchmark::State& state) { bare_records(state, 1); }
+
+// A different pair each time, as timing needs (an event recorded again
+// before it was read loses its time): 1024 pairs, as many as the range's
+// pool holds.
+void device_two_bare_records_rotating(benchmark::State& state) { bare_records(state, 1024); }
 
 void device_stream_range(benchmark::State& state) {
   static const npuprof::registered_string<bench_domain> name{"device range"};
@@ -375,9 +366,11 @@ NPUPROF_BENCH(nvtx3_push_pop_no_tool);
 NPUPROF_BENCH(nvtx3_scoped_registered_no_tool);
 #endif
 // Last: they replace the host session with a device one.
-BENCHMARK(device_two_bare_records)->Setup(start_device)->Iterations(kDeviceIterations)->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(device_two_bare_records_rotating)->Setup(start_device)->Iterations(kDeviceIterations)->Repetitions(5)->ReportAggregatesOnly(true);
-BENCHMARK(device_stream_range)->Setup(start_device)->Iterations(kDeviceIterations)->Repetitions(5)->ReportAggregatesOnly(true);
+#define NPUPROF_DEVICE_BENCH(fn) \
+  BENCHMARK(fn)->Setup(start_device)->Iterations(kDeviceIterations)->Repetitions(5)->ReportAggregatesOnly(true)
+NPUPROF_DEVICE_BENCH(device_two_bare_records);
+NPUPROF_DEVICE_BENCH(device_two_bare_records_rotating);
+NPUPROF_DEVICE_BENCH(device_stream_range);
 
 namespace {
 

@@ -131,8 +131,8 @@ inline constexpr std::uint64_t no_device_backend = ~std::uint64_t{1};
 /// The begin half of a complete record on a stream, in one word: the device
 /// event's sequence number, no_device_event, or no_device_backend.
 inline std::uint64_t begin_device_event(stream_t stream) noexcept {
-  device_recorder* r = state().device.load(std::memory_order_acquire);
-  return r != nullptr ? r->record(stream) : no_device_backend;
+  const device_seqs d = record_device_event(stream);
+  return d.count != 0 ? d.seq[0] : no_device_backend;
 }
 
 /// The one record of a scoped range with a registered string that was tied
@@ -140,13 +140,12 @@ inline std::uint64_t begin_device_event(stream_t stream) noexcept {
 inline bool write_complete_on_stream(std::uint64_t first, std::uint64_t tag, stream_t stream,
                                      std::uint64_t begin_device) noexcept {
   device_seqs dev;
+  dev.seq[0] = begin_device == no_device_backend ? no_device_event : begin_device;
   if (device_recorder* r = state().device.load(std::memory_order_acquire)) {
-    dev.seq[0] = begin_device == no_device_backend ? no_device_event : begin_device;
     dev.seq[1] = r->record(stream);
     dev.count = 2;
   } else if (begin_device != no_device_backend) {
-    dev.seq[0] = begin_device;  // the backend went away: keep the begin, the end is missing
-    dev.count = 2;
+    dev.count = 2;  // the backend went away: keep the begin, the end is missing
   }
   std::uint64_t head[3] = {first, tag, raw_ticks()};
   return write_general(head, 3, stream, dev, nullptr, 0);

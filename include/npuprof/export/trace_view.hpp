@@ -153,7 +153,6 @@ class trace_view_writer {
     for (std::size_t i = 0; i < data_.events.size(); ++i) {
       const trace_event& e = data_.events[i];
       track_[i] = e.tid;
-      if (tids_.empty() || tids_.back() != e.tid) tids_.push_back(e.tid);
       if (e.what == trace_event::type::slice && e.id_matched && e.end_tid != e.tid) {
         moved_.push_back(i);
       } else {
@@ -165,7 +164,7 @@ class trace_view_writer {
   }
 
   // Each thread's list gets its room before it is filled: they are the
-  // largest arrays of the export.
+  // largest arrays of the export. Counting also finds the threads (tids_).
   void reserve_thread_lists() {
     std::map<std::uint32_t, std::size_t> count;
     std::uint32_t tid = 0;
@@ -179,7 +178,10 @@ class trace_view_writer {
       ++run;
     }
     if (run != 0) count[tid] += run;
-    for (auto& [t, n] : count) reserve_huge(by_thread_[t], n);
+    for (auto& [t, n] : count) {
+      tids_.push_back(t);
+      reserve_huge(by_thread_[t], n);
+    }
   }
 
   // Sorts event indices by start, longer first on ties (as earlier() does).
@@ -287,8 +289,6 @@ class trace_view_writer {
     write_meta_event(out, "process_sort_index", 0, false, "sort_index", "", 0);
     // Main thread first, then the others by thread id.
     std::vector<std::uint32_t> tids = tids_;
-    std::sort(tids.begin(), tids.end());
-    tids.erase(std::unique(tids.begin(), tids.end()), tids.end());
     std::stable_partition(tids.begin(), tids.end(), [&](std::uint32_t t) { return t == data_.pid; });
     long index = 0;
     for (std::uint32_t tid : tids) {
@@ -494,7 +494,7 @@ class trace_view_writer {
   std::vector<std::uint32_t> track_;
   std::map<std::uint32_t, std::vector<std::size_t>> by_thread_;  // event indices of each thread, in start order
   std::vector<std::size_t> moved_;  // slices that leave their thread's track, in start order
-  std::vector<std::uint32_t> tids_;
+  std::vector<std::uint32_t> tids_;  // threads with events, by id
   std::size_t lane_count_ = 0;
   bool first_ = true;
 };

@@ -54,50 +54,70 @@ struct work {
   std::int64_t queued_at;
 };
 
+// Like a device, a stream's worker polls its queue: submitting work (a
+// kernel, an event record) never wakes a thread, so its cost on the host is a
+// short lock and a queue append. An idle worker polls less and less often,
+// from every 20 us up to every millisecond; whoever waits for the stream
+// (synchronize, close) wakes it at once.
 struct stream {
+  static constexpr std::chrono::microseconds min_poll{20};
+  static constexpr std::chrono::microseconds max_poll{1000};
+
   std::mutex mutex;
   std::condition_variable wake;
   std::condition_variable idle;
   std::deque<work> queue;
   bool busy = false;
   bool closing = false;
-  std::int64_t cursor = 0;  // host time at which the stream's last work ends
+  std::int64_t cursor = 0;  // host time at which the stream's last work ends (worker only)
   std::thread worker;
 
   stream() : worker([this] { run(); }) {}
 
   void push(const work& w) {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      queue.push_back(w);
-    }
-    wake.notify_one();
+    std::lock_guard<std::mutex> lock(mutex);
+    queue.push_back(w);
   }
 
+  // Takes all queued work at once: the lock is held once per batch, not once
+  // per item, so submitting threads rarely find it taken.
   void run() {
+    std::deque<work> batch;
+    auto poll = min_poll;
     std::unique_lock<std::mutex> lock(mutex);
     for (;;) {
-      wake.wait(lock, [&] { return closing || !queue.empty(); });
-      if (queue.empty()) return;  // closing
-      const work w = queue.front();
-      queue.pop_front();
-      busy = true;
-      cursor = std::max(cursor, w.queued_at) + w.kernel_ns;
-      const std::int64_t until = cursor;
-      lock.unlock();
-      std::this_thread::sleep_until(host_clock::time_point(std::chrono::nanoseconds(until)));
-      if (w.ev != nullptr && w.ev->generation.load(std::memory_order_acquire) == w.generation) {
-        w.ev->host_time.store(until, std::memory_order_relaxed);
-        w.ev->status.store(event::complete, std::memory_order_release);
+      if (queue.empty()) {
+        if (closing) return;
+        wake.wait_for(lock, poll);
+        poll = std::min(poll * 2, max_poll);
+        continue;
       }
+      poll = min_poll;
+      batch.swap(queue);
+      busy = true;
+      lock.unlock();
+      for (const work& w : batch) execute(w);
+      batch.clear();
       lock.lock();
       busy = false;
       if (queue.empty()) idle.notify_all();
     }
   }
 
+  void execute(const work& w) {
+    cursor = std::max(cursor, w.queued_at) + w.kernel_ns;
+    const std::int64_t until = cursor;
+    std::this_thread::sleep_until(host_clock::time_point(std::chrono::nanoseconds(until)));
+    if (w.ev != nullptr && w.ev->generation.load(std::memory_order_acquire) == w.generation) {
+      w.ev->host_time.store(until, std::memory_order_relaxed);
+      w.ev->status.store(event::complete, std::memory_order_release);
+    }
+  }
+
   void synchronize() {
     std::unique_lock<std::mutex> lock(mutex);
+    if (queue.empty() && !busy) return;
+    wake.notify_one();
     idle.wait(lock, [&] { return queue.empty() && !busy; });
   }
 

@@ -3,7 +3,8 @@
  *
  * It stands in for a real NPU in npuprof's tests, examples and benchmarks,
  * and is always reported as simulated. Each stream runs its work in order on
- * its own worker thread; events complete when their stream reaches them; the
+ * its own worker thread, which polls for work as a device does (submitting
+ * wakes no thread); events complete when their stream reaches them; the
  * device clock has its own rate and offset from the host clock.
  *
  * The npuprof_sim_* calls exist only here: they launch simulated kernels and

@@ -47,8 +47,9 @@ class acl_backend final : public device_recorder {
     }
     const std::uint64_t seq = p->take();
     if (seq == no_device_event) return bump(pool_empty_);
-    const int err = rt_.record_event(p->event_of(seq), stream);
-    p->published(seq, err == 0);
+    event_pool::slot& slot = p->at(seq);  // one division per event
+    const int err = rt_.record_event(slot.event, stream);
+    event_pool::published(slot, seq, err == 0);
     if (NPUPROF_UNLIKELY(err != 0)) {
       degrade("aclrtRecordEvent", err);
       return no_device_event;
@@ -219,18 +220,19 @@ class acl_backend final : public device_recorder {
     std::uint64_t seq = p.resolved();
     for (; seq != issued; ++seq) {
       bool failed = false;
-      if (!p.is_published(seq, failed)) break;  // its thread is still recording it
+      const event_pool::slot& slot = p.at(seq);
+      if (!event_pool::is_published(slot, seq, failed)) break;  // its thread is still recording it
       std::int64_t t = device_times::unknown;
       if (failed) {
         ++failed_;
       } else {
         int status = 0;
-        if (rt_.query_event_status(p.event_of(seq), &status) != 0) {
+        if (rt_.query_event_status(slot.event, &status) != 0) {
           ++query_errors_;
         } else if (status != acl_runtime::status_complete) {
           break;  // the device has not reached it yet; nor the later ones
         } else {
-          t = event_device_ns(p.event_of(seq));
+          t = event_device_ns(slot.event);
           if (t != device_times::unknown) ++resolved_;
         }
       }

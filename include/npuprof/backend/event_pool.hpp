@@ -55,11 +55,13 @@ class event_pool {
     return seq;
   }
 
-  void* event_of(std::uint64_t seq) const noexcept { return slots_[seq % capacity_].event; }
+  /// The slot of event `seq`.
+  slot& at(std::uint64_t seq) noexcept { return slots_[seq % capacity_]; }
+  const slot& at(std::uint64_t seq) const noexcept { return slots_[seq % capacity_]; }
 
-  /// Publishes that event `seq` was recorded (or that recording failed).
-  void published(std::uint64_t seq, bool ok) noexcept {
-    slots_[seq % capacity_].recorded.store(((seq + 1) << 1) | (ok ? 0 : 1), std::memory_order_release);
+  /// Publishes that event `seq`, in slot `s`, was recorded (or that recording failed).
+  static void published(slot& s, std::uint64_t seq, bool ok) noexcept {
+    s.recorded.store(((seq + 1) << 1) | (ok ? 0 : 1), std::memory_order_release);
   }
 
   // The resolver's side.
@@ -68,9 +70,10 @@ class event_pool {
   std::uint64_t issued() const noexcept { return issued_.load(std::memory_order_acquire); }
   std::uint32_t capacity() const noexcept { return capacity_; }
 
-  /// Whether event `seq` was recorded yet; `failed` says whether recording failed.
-  bool is_published(std::uint64_t seq, bool& failed) const noexcept {
-    const std::uint64_t r = slots_[seq % capacity_].recorded.load(std::memory_order_acquire);
+  /// Whether event `seq`, in slot `s`, was recorded yet; `failed` says
+  /// whether recording failed.
+  static bool is_published(const slot& s, std::uint64_t seq, bool& failed) noexcept {
+    const std::uint64_t r = s.recorded.load(std::memory_order_acquire);
     failed = (r & 1) != 0;
     return (r >> 1) == seq + 1;
   }

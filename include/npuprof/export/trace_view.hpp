@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -308,62 +309,67 @@ class trace_view_writer {
   }
 
   void write_event(fmt::memory_buffer& out, const trace_event& e, std::uint32_t track) {
-    const std::string_view name = json_name(e.name);
-    const std::string_view domain = json_domain(e);
-    raw_writer w(out, 2 * name.size() + 2 * domain.size() + 256);  // a counter writes its name twice
-    w.literal(",\n{\"name\":");
-    w.put(name);
-    switch (e.what) {
-      case trace_event::type::slice:
-        w.literal(",\"ph\":\"X\",\"ts\":");
-        w.microseconds(e.ts);
-        w.literal(",\"dur\":");
-        w.microseconds(e.dur);
-        break;
-      case trace_event::type::instant:
-        w.literal(",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
-        w.microseconds(e.ts);
-        break;
-      case trace_event::type::counter:
-        w.literal(",\"ph\":\"C\",\"ts\":");
-        w.microseconds(e.ts);
-        break;
-    }
-    w.literal(",\"pid\":");
-    w.integer(data_.pid);
-    w.literal(",\"tid\":");
-    w.integer(track);
-    w.literal(",\"cat\":");
-    w.put(domain);
-    w.literal(",\"args\":{");
     if (e.what == trace_event::type::counter) {
-      w.put(name);
-      w.literal(":");
-      w.done();
-      auto it = std::back_inserter(out);
-      if (!e.value_is_double) {
-        fmt::format_to(it, "{}", e.value.i64);
-      } else if (std::isfinite(e.value.f64)) {
-        fmt::format_to(it, "{}", e.value.f64);
-      } else {
-        out.append(std::string_view("null"));
-      }
-      out.append(std::string_view("}}"));
+      write_counter(out, e, track);
       return;
     }
-    w.literal("\"domain\":");
-    w.put(domain);
+    const std::string_view name = json_name(e.name);
+    const std::string_view tail = event_tail(e, track);
+    raw_writer w(out, name.size() + tail.size() + 128);
+    w.literal(",\n{\"name\":");
+    w.put(name);
     if (e.what == trace_event::type::slice) {
-      w.literal(R"(,"event_type":"start/end")");
+      w.literal(",\"ph\":\"X\",\"ts\":");
+      w.microseconds(e.ts);
+      w.literal(",\"dur\":");
+      w.microseconds(e.dur);
     } else {
-      w.literal(R"(,"event_type":"marker")");
+      w.literal(",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+      w.microseconds(e.ts);
     }
+    w.put(tail);
     w.done();
-    auto it = std::back_inserter(out);
-    if (e.stream != 0) fmt::format_to(it, R"(,"stream":"{:#x}")", e.stream);
-    if (e.what == trace_event::type::slice && e.end_tid != e.tid) fmt::format_to(it, R"(,"end_tid":{})", e.end_tid);
-    if (e.incomplete) out.append(std::string_view(R"(,"incomplete":true)"));
+    if (e.stream != 0 || e.end_tid != e.tid || e.incomplete) {
+      auto it = std::back_inserter(out);
+      if (e.stream != 0) fmt::format_to(it, R"(,"stream":"{:#x}")", e.stream);
+      if (e.what == trace_event::type::slice && e.end_tid != e.tid) fmt::format_to(it, R"(,"end_tid":{})", e.end_tid);
+      if (e.incomplete) out.append(std::string_view(R"(,"incomplete":true)"));
+    }
     out.append(std::string_view("}}"));
+  }
+
+  void write_counter(fmt::memory_buffer& out, const trace_event& e, std::uint32_t track) {
+    const std::string_view name = json_name(e.name);
+    const std::string_view domain = json_domain(e);
+    auto it = std::back_inserter(out);
+    fmt::format_to(it, ",\n{{\"name\":{},\"ph\":\"C\",\"ts\":", name);
+    append_us(out, e.ts);
+    fmt::format_to(it, R"(,"pid":{},"tid":{},"cat":{},"args":{{{}:)", data_.pid, track, domain, name);
+    if (!e.value_is_double) {
+      fmt::format_to(it, "{}", e.value.i64);
+    } else if (std::isfinite(e.value.f64)) {
+      fmt::format_to(it, "{}", e.value.f64);
+    } else {
+      out.append(std::string_view("null"));
+    }
+    out.append(std::string_view("}}"));
+  }
+
+  // What follows the times of a slice or an instant, up to its optional
+  // args: the same for every event of a track, domain and kind, so it is
+  // formatted once for each.
+  std::string_view event_tail(const trace_event& e, std::uint32_t track) {
+    const std::uint64_t key = std::uint64_t{track} << 32 | std::uint64_t{e.domain} << 8 | static_cast<std::uint8_t>(e.what);
+    if (key == last_tail_key_ && last_tail_ != nullptr) return *last_tail_;
+    std::string& tail = tails_[key];
+    if (tail.empty()) {
+      const std::string_view domain = json_domain(e);
+      tail = fmt::format(R"(,"pid":{},"tid":{},"cat":{},"args":{{"domain":{},"event_type":"{}")", data_.pid, track,
+                         domain, domain, e.what == trace_event::type::slice ? "start/end" : "marker");
+    }
+    last_tail_key_ = key;
+    last_tail_ = &tail;
+    return tail;
   }
 
   // Device tracks: one per stream, numbered in order of the streams' first
@@ -487,6 +493,9 @@ class trace_view_writer {
   const trace_data& data_;
   std::vector<std::string> json_names_;    // by string index; "" until first needed
   std::vector<std::string> json_domains_;  // by domain index
+  std::unordered_map<std::uint64_t, std::string> tails_;  // see event_tail()
+  std::uint64_t last_tail_key_ = 0;
+  const std::string* last_tail_ = nullptr;
   std::vector<std::uint32_t> device_track_;
   std::vector<std::uint64_t> streams_;  // by first device event
   std::map<std::uint32_t, std::size_t> lanes_used_;

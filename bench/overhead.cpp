@@ -14,6 +14,9 @@
 #if defined(NPUPROF_BENCH_NVTX3)
 #include <nvtx3/nvtx3.hpp>
 #endif
+#if defined(NPUPROF_BENCH_LTTNG)
+#include "lttng_peer.hpp"
+#endif
 
 #include <dlfcn.h>
 
@@ -207,6 +210,49 @@ void nvtx3_scoped_registered_no_tool(benchmark::State& state) {
 }
 #endif
 
+#if defined(NPUPROF_BENCH_LTTNG)
+// LTTng-UST: a range is two tracepoints, each with a registered name's
+// number. The session (started for the active row only) records every event.
+constexpr std::int64_t kLttngIterations = 500'000;  // one run fits the session's buffers
+lttng_peer::session* g_lttng = nullptr;
+bool g_lttng_active = false;
+std::string g_lttng_why;
+long g_lttng_discarded = -1;
+
+void lttng_range_no_session(benchmark::State& state) {
+  for (auto _ : state) {
+    lttng_ust_tracepoint(npuprof_bench, range_begin, 1u);
+    benchmark::ClobberMemory();
+    lttng_ust_tracepoint(npuprof_bench, range_end, 1u);
+  }
+}
+
+void start_lttng(const benchmark::State&) {
+  if (g_lttng != nullptr) return;
+  g_lttng = new lttng_peer::session;
+  g_lttng_active = g_lttng->start(g_lttng_why);
+}
+
+void lttng_range_active(benchmark::State& state) {
+  if (!g_lttng_active) {
+    state.SkipWithError(g_lttng_why.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    lttng_ust_tracepoint(npuprof_bench, range_begin, 1u);
+    benchmark::ClobberMemory();
+    lttng_ust_tracepoint(npuprof_bench, range_end, 1u);
+  }
+}
+
+void stop_lttng() {
+  if (g_lttng == nullptr) return;
+  if (g_lttng_active) g_lttng_discarded = g_lttng->discarded();
+  delete g_lttng;
+  g_lttng = nullptr;
+}
+#endif
+
 // mstx through the injection library, as an mstx-annotated program calls it,
 // against the same marker through the C++ API. Both copy a 16-byte message.
 struct mstx_tables {
@@ -366,6 +412,10 @@ NPUPROF_BENCH(mstx_range_16)->Setup(load_mstx);
 NPUPROF_BENCH(nvtx3_push_pop_no_tool);
 NPUPROF_BENCH(nvtx3_scoped_registered_no_tool);
 #endif
+#if defined(NPUPROF_BENCH_LTTNG)
+NPUPROF_BENCH(lttng_range_no_session);
+BENCHMARK(lttng_range_active)->Setup(start_lttng)->Iterations(kLttngIterations)->Repetitions(5)->ReportAggregatesOnly(true);
+#endif
 // Last: they replace the host session with a device one.
 #define NPUPROF_DEVICE_BENCH(fn) \
   BENCHMARK(fn)->Setup(start_device)->Iterations(kDeviceIterations)->Repetitions(5)->ReportAggregatesOnly(true)
@@ -474,7 +524,21 @@ int main(int argc, char** argv) {
 #else
   std::printf("%-40s %9s %9s  %s\n", "peer NVTX3", "-", "-", "skipped: nvtx3 headers not found at build time");
 #endif
-  std::printf("%-40s %9s %9s  %s\n", "peer LTTng-UST", "-", "-", "not measured by this program");
+#if defined(NPUPROF_BENCH_LTTNG)
+  stop_lttng();
+  row_key("peer LTTng-UST range, no session", "lttng_range_no_session", two, "two tracepoints, not enabled");
+  if (g_lttng_active) {
+    const std::string note = g_lttng_discarded < 0 ? std::string("discarded events unknown")
+                                                   : std::to_string(g_lttng_discarded) + " events discarded";
+    row_key("peer LTTng-UST range, session active", "lttng_range_active", two, note.c_str());
+    row("LTTng-UST range / npuprof scoped range", get("lttng_range_active"), get("range_registered"), ">= 4x");
+  } else {
+    std::printf("%-40s %9s %9s  %s\n", "peer LTTng-UST range, session active", "-", "-",
+                ("not measured: " + g_lttng_why).c_str());
+  }
+#else
+  std::printf("%-40s %9s %9s  %s\n", "peer LTTng-UST", "-", "-", "skipped: lttng-ust not found at build time");
+#endif
   row_key("device: 2 bare aclrtRecordEvent (sim.)", "device_two_bare_records", get("device_two_bare_records"),
           "simulated runtime, the same 2 events");
   row_key("device: 2 bare records, 2048 events", "device_two_bare_records_rotating", get("device_two_bare_records"),

@@ -445,11 +445,13 @@ class collecting_reporter : public benchmark::ConsoleReporter {
 }  // namespace
 
 // Export: how fast a stopped session writes trace_view.json, and how many
-// buffer bytes each recorded range took. One export is a single long
-// measurement that the machine's noise moves: the median of three is shown.
+// buffer bytes each recorded range took. The first export of a process also
+// pays for the first touch of the memory it decodes into (page faults); the
+// later ones find it in the allocator: both are shown, the later as the
+// median of three.
 void export_rows() {
   constexpr int n = 2'000'000;
-  constexpr int runs = 3;
+  constexpr int runs = 4;
   if (g_session != nullptr && g_session->running()) g_session->cancel();
   npuprof::config cfg = bench_config();
   cfg.output_dir = "/tmp/npuprof-bench-export";
@@ -471,9 +473,11 @@ void export_rows() {
     std::error_code ec;
     std::filesystem::remove_all(cfg.output_dir, ec);
   }
-  std::sort(rates.begin(), rates.end());
-  std::printf("%-40s %9.2f %9s  %s\n", "export: million events/s (stop+write)", rates[runs / 2], "",
-              ">= 5 on one core (median of 3)");
+  std::sort(rates.begin() + 1, rates.end());
+  std::printf("%-40s %9.2f %9s  %s\n", "export: M events/s, first in the process", rates[0], "",
+              ">= 5 on one core (stop+write)");
+  std::printf("%-40s %9.2f %9s  %s\n", "export: M events/s, later (median of 3)", rates[2], "",
+              ">= 5 on one core (stop+write)");
   std::printf("%-40s %9.2f %9s  %s\n", "export: buffer bytes per scoped range", bytes_per_range, "", "<= 32");
 }
 

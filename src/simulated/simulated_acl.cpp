@@ -148,6 +148,7 @@ struct runtime {
   stream* default_stream = nullptr;
   std::mutex retired_mutex;
   std::vector<stream*> retired;  // destroyed streams: kept so that handles are never reused
+  std::vector<event*> retired_events;  // destroyed events: kept for work still queued
 
   aclError injected(const char* function) {
     if (!any_failure.load(std::memory_order_acquire)) return ACL_SUCCESS;
@@ -197,8 +198,12 @@ SIM_API aclError aclrtDestroyEvent(aclrtEvent ev) {
   SIM_INJECT();
   if (ev == nullptr) return NPUPROF_SIM_ERROR_INVALID_PARAM;
   // Work still queued may point at it: keep the memory, as a device would.
-  static_cast<event*>(ev)->generation.fetch_add(1);
-  rt().live_events.fetch_sub(1);
+  auto* e = static_cast<event*>(ev);
+  e->generation.fetch_add(1);
+  runtime& r = rt();
+  r.live_events.fetch_sub(1);
+  std::lock_guard<std::mutex> lock(r.retired_mutex);
+  r.retired_events.push_back(e);
   return ACL_SUCCESS;
 }
 

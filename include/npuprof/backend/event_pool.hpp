@@ -57,7 +57,6 @@ class event_pool {
 
   /// The slot of event `seq`.
   slot& at(std::uint64_t seq) noexcept { return slots_[seq % capacity_]; }
-  const slot& at(std::uint64_t seq) const noexcept { return slots_[seq % capacity_]; }
 
   /// Publishes that event `seq`, in slot `s`, was recorded (or that recording failed).
   static void published(slot& s, std::uint64_t seq, bool ok) noexcept {

@@ -329,12 +329,10 @@ class trace_view_writer {
     }
     w.put(tail);
     w.done();
-    if (e.stream != 0 || e.end_tid != e.tid || e.incomplete) {
-      auto it = std::back_inserter(out);
-      if (e.stream != 0) fmt::format_to(it, R"(,"stream":"{:#x}")", e.stream);
-      if (e.what == trace_event::type::slice && e.end_tid != e.tid) fmt::format_to(it, R"(,"end_tid":{})", e.end_tid);
-      if (e.incomplete) out.append(std::string_view(R"(,"incomplete":true)"));
-    }
+    auto it = std::back_inserter(out);
+    if (e.stream != 0) fmt::format_to(it, R"(,"stream":"{:#x}")", e.stream);
+    if (e.what == trace_event::type::slice && e.end_tid != e.tid) fmt::format_to(it, R"(,"end_tid":{})", e.end_tid);
+    if (e.incomplete) out.append(std::string_view(R"(,"incomplete":true)"));
     out.append(std::string_view("}}"));
   }
 

@@ -317,6 +317,62 @@ TEST_CASE("an empty event pool drops the device part only, and counts it") {
   aclrtDestroyStream(st);
 }
 
+// A runtime that hands out numbered events, up to a limit, and counts what is
+// destroyed: the pool's own arithmetic, without a device.
+struct counted_events {
+  static inline int limit = 0, created = 0, destroyed = 0;
+  static int create(void** ev, std::uint32_t) {
+    if (created == limit) return 1;
+    *ev = reinterpret_cast<void*>(static_cast<std::uintptr_t>(++created));
+    return 0;
+  }
+  static int destroy(void*) { return ++destroyed, 0; }
+};
+
+TEST_CASE("a stream's event pool is a power-of-two ring: taken in order, freed by the resolver") {
+  npuprof::detail::acl_runtime rt;
+  rt.create_event_with_flag = counted_events::create;
+  rt.destroy_event = counted_events::destroy;
+  using pool = npuprof::detail::event_pool;
+  constexpr auto none = npuprof::detail::no_device_event;
+
+  counted_events::limit = 1000;
+  auto p = std::make_unique<pool>();
+  p->create(rt, 6);  // six asked: four kept, two given back
+  CHECK(p->capacity() == 4);
+  CHECK(counted_events::created == 6);
+  CHECK(counted_events::destroyed == 2);
+  for (std::uint64_t seq = 0; seq < 4; ++seq) CHECK(p->take() == seq);
+  CHECK(p->take() == none);  // all four in flight
+  bool failed = true;
+  CHECK(!p->is_published(0, failed));
+  p->publish(0, true);
+  p->publish(1, false);
+  CHECK(p->is_published(0, failed));
+  CHECK(!failed);
+  CHECK(p->is_published(1, failed));
+  CHECK(failed);
+  p->release_before(2);  // frees the slots of 0 and 1 for 4 and 5
+  CHECK(p->take() == 4);
+  CHECK(p->event(4) == p->event(0));
+  CHECK(p->event(5) != p->event(4));
+  CHECK(!p->is_published(4, failed));  // slot 0 still holds the publication of 0
+  CHECK(p->take() == 5);
+  CHECK(p->take() == none);
+
+  counted_events::limit = counted_events::created + 3;  // the device runs out after three
+  auto q = std::make_unique<pool>();
+  q->create(rt, 256);
+  CHECK(q->capacity() == 2);
+  CHECK(q->status.load() == pool::state::ready);
+
+  counted_events::limit = counted_events::created;  // none left
+  auto r = std::make_unique<pool>();
+  r->create(rt, 256);
+  CHECK(r->capacity() == 0);
+  CHECK(r->status.load() == pool::state::failed);
+}
+
 TEST_CASE("a failing runtime call degrades the session to host-only with a message") {
   test::temp_dir dir;
   aclrtStream st = new_stream();

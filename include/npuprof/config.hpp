@@ -68,8 +68,9 @@ struct config {
   /// `acl_library`: the Ascend runtime to load (default: NPUPROF_ACL_LIBRARY,
   /// else $ASCEND_HOME_PATH/lib64/libascendcl.so, else the loader's search).
   std::string acl_library;
-  /// `device_events_per_stream`: device events pooled per stream; a marker
-  /// finding its stream's pool empty records host-only and is counted.
+  /// `device_events_per_stream`: device events pooled per stream, rounded
+  /// down to a power of two; a marker finding its stream's pool empty records
+  /// host-only and is counted.
   std::uint32_t device_events_per_stream = 256;
   /// `device_wait_ms`: how long stop() waits for device events in flight.
   unsigned device_wait_ms = 3000;

@@ -21,6 +21,7 @@
 #include "../detail/device_hook.hpp"
 #include "../detail/device_times.hpp"
 #include "../detail/platform.hpp"
+#include "../detail/prefetch.hpp"
 #include "acl_runtime.hpp"
 #include "event_pool.hpp"
 
@@ -47,9 +48,9 @@ class acl_backend final : public device_recorder {
     }
     const std::uint64_t seq = p->take();
     if (seq == no_device_event) return bump(pool_empty_);
-    event_pool::slot& slot = p->at(seq);  // one division per event
-    const int err = rt_.record_event(slot.event, stream);
-    event_pool::published(slot, seq, err == 0);
+    if (prefetch_) p->prefetch_ahead(seq);
+    const int err = rt_.record_event(p->event(seq), stream);
+    p->publish(seq, err == 0);
     if (NPUPROF_UNLIKELY(err != 0)) {
       degrade("aclrtRecordEvent", err);
       return no_device_event;
@@ -220,19 +221,19 @@ class acl_backend final : public device_recorder {
     std::uint64_t seq = p.resolved();
     for (; seq != issued; ++seq) {
       bool failed = false;
-      const event_pool::slot& slot = p.at(seq);
-      if (!event_pool::is_published(slot, seq, failed)) break;  // its thread is still recording it
+      if (!p.is_published(seq, failed)) break;  // its thread is still recording it
+      void* event = p.event(seq);
       std::int64_t t = device_times::unknown;
       if (failed) {
         ++failed_;
       } else {
         int status = 0;
-        if (rt_.query_event_status(slot.event, &status) != 0) {
+        if (rt_.query_event_status(event, &status) != 0) {
           ++query_errors_;
         } else if (status != acl_runtime::status_complete) {
           break;  // the device has not reached it yet; nor the later ones
         } else {
-          t = event_device_ns(slot.event);
+          t = event_device_ns(event);
           if (t != device_times::unknown) ++resolved_;
         }
       }
@@ -324,6 +325,7 @@ class acl_backend final : public device_recorder {
   }
 
   acl_runtime rt_;
+  const bool prefetch_ = can_prefetch_for_write();
   std::int32_t device_id_ = 0;
   event_pools pools_;
   std::atomic<std::uint32_t> events_per_stream_{256};

@@ -1,13 +1,18 @@
 // Per-stream pools of device events: taken by recording threads without
 // locks, given back by the resolver once the device has passed them.
 //
-// A pool is a ring of `capacity` events. Sequence numbers count the events
-// handed out on the stream; event `seq` lives in slot `seq % capacity`. A
-// thread takes the next number with a compare-and-swap (refused when all
-// slots are in flight: the pool is dry), records the slot's event on the
-// stream, then publishes that it did. The resolver walks the numbers in
-// order, reads each event's time once it has completed, and moves `resolved`
-// forward, which frees the slot for number `seq + capacity`.
+// A pool is a ring of `capacity` events, a power of two. Sequence numbers
+// count the events handed out on the stream; event `seq` lives in slot
+// `seq & (capacity - 1)`. A thread takes the next number with a
+// compare-and-swap (refused when all slots are in flight: the pool is dry),
+// records the slot's event on the stream, then publishes that it did. The
+// resolver walks the numbers in order, reads each event's time once it has
+// completed, and moves `resolved` forward, which frees the slot for number
+// `seq + capacity`.
+//
+// Publishing is the one store per event that the resolver reads back from
+// another core: the words it writes are packed eight to a cache line, apart
+// from the event handles, which are only read once the pool exists.
 #pragma once
 
 #include <atomic>
@@ -16,6 +21,7 @@
 #include <new>
 
 #include "../detail/device_hook.hpp"
+#include "../detail/prefetch.hpp"
 #include "acl_runtime.hpp"
 
 namespace npuprof::detail {
@@ -24,25 +30,25 @@ class event_pool {
  public:
   enum class state : int { empty, creating, ready, failed };
 
-  struct slot {
-    void* event = nullptr;
-    // (seq + 1) << 1 once event `seq` was recorded, | 1 if recording failed.
-    std::atomic<std::uint64_t> recorded{0};
-  };
-
   std::atomic<void*> stream{nullptr};  // the key; set once
   std::atomic<state> status{state::empty};
 
-  /// Creates up to `wanted` events (fewer when the device runs out). Runs
-  /// once per stream, on the first thread that ties a marker to it.
+  /// Creates `wanted` events rounded down to a power of two, or as many as
+  /// the device gives (also rounded down). Runs once per stream, on the first
+  /// thread that ties a marker to it.
   void create(const acl_runtime& rt, std::uint32_t wanted) noexcept {
-    slots_.reset(new (std::nothrow) slot[wanted]);
+    events_.reset(new (std::nothrow) void*[wanted]);
+    published_.reset(new (std::nothrow) std::atomic<std::uint64_t>[wanted]);
     std::uint32_t n = 0;
-    if (slots_ != nullptr) {
-      while (n < wanted && rt.create_event_with_flag(&slots_[n].event, acl_runtime::event_time_line) == 0) ++n;
+    if (events_ != nullptr && published_ != nullptr) {
+      while (n < wanted && rt.create_event_with_flag(&events_[n], acl_runtime::event_time_line) == 0) ++n;
     }
-    capacity_ = n;
-    status.store(n != 0 ? state::ready : state::failed, std::memory_order_release);
+    std::uint32_t ring = n == 0 ? 0 : std::uint32_t{1} << (31 - __builtin_clz(n));
+    while (n > ring) rt.destroy_event(events_[--n]);
+    for (std::uint32_t i = 0; i < ring; ++i) published_[i].store(0, std::memory_order_relaxed);
+    capacity_ = ring;
+    mask_ = ring - 1;
+    status.store(ring != 0 ? state::ready : state::failed, std::memory_order_release);
   }
 
   /// Takes the next sequence number, or no_device_event when all events are
@@ -55,12 +61,19 @@ class event_pool {
     return seq;
   }
 
-  /// The slot of event `seq`.
-  slot& at(std::uint64_t seq) noexcept { return slots_[seq % capacity_]; }
+  /// The device event that number `seq` uses.
+  void* event(std::uint64_t seq) const noexcept { return events_[seq & mask_]; }
 
-  /// Publishes that event `seq`, in slot `s`, was recorded (or that recording failed).
-  static void published(slot& s, std::uint64_t seq, bool ok) noexcept {
-    s.recorded.store(((seq + 1) << 1) | (ok ? 0 : 1), std::memory_order_release);
+  /// Fetches for writing what recording number `seq` will touch a few
+  /// numbers ahead: the event two ranges on, the next line of publications.
+  void prefetch_ahead(std::uint64_t seq) const noexcept {
+    prefetch_for_write(events_[(seq + 4) & mask_]);
+    prefetch_for_write(&published_[(seq + 8) & mask_]);
+  }
+
+  /// Publishes that event `seq` was recorded (or that recording failed).
+  void publish(std::uint64_t seq, bool ok) noexcept {
+    published_[seq & mask_].store(((seq + 1) << 1) | (ok ? 0 : 1), std::memory_order_release);
   }
 
   // The resolver's side.
@@ -69,10 +82,10 @@ class event_pool {
   std::uint64_t issued() const noexcept { return issued_.load(std::memory_order_acquire); }
   std::uint32_t capacity() const noexcept { return capacity_; }
 
-  /// Whether event `seq`, in slot `s`, was recorded yet; `failed` says
-  /// whether recording failed.
-  static bool is_published(const slot& s, std::uint64_t seq, bool& failed) noexcept {
-    const std::uint64_t r = s.recorded.load(std::memory_order_acquire);
+  /// Whether event `seq` was recorded yet; `failed` says whether recording
+  /// failed.
+  bool is_published(std::uint64_t seq, bool& failed) const noexcept {
+    const std::uint64_t r = published_[seq & mask_].load(std::memory_order_acquire);
     failed = (r & 1) != 0;
     return (r >> 1) == seq + 1;
   }
@@ -82,8 +95,11 @@ class event_pool {
   void release_before(std::uint64_t seq) noexcept { resolved_.store(seq, std::memory_order_release); }
 
  private:
-  std::unique_ptr<slot[]> slots_;
+  std::unique_ptr<void*[]> events_;
+  // (seq + 1) << 1 once event `seq` was recorded, | 1 if recording failed.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> published_;
   std::uint32_t capacity_ = 0;
+  std::uint64_t mask_ = 0;
   // Written by recording threads and by the resolver: apart, so that neither
   // invalidates the other's line on every event.
   alignas(64) std::atomic<std::uint64_t> issued_{0};

@@ -24,6 +24,7 @@
 #include "simulated_acl.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -375,6 +376,46 @@ void device_two_bare_records(benchmark::State& state) { bare_records(state, 1); 
 // pool holds.
 void device_two_bare_records_rotating(benchmark::State& state) { bare_records(state, 1024); }
 
+// Two bare records on 2048 events in turn, whose device times a second
+// thread reads back once the stream has passed them, polling as often as the
+// session's resolver does here: what timing the events by hand costs the
+// recording thread. Reading an event on another core leaves its memory
+// there, so recording it again has to fetch it back.
+void device_two_bare_records_timed(benchmark::State& state) {
+  constexpr std::size_t n = 2048;
+  std::vector<aclrtEvent> ev(n, nullptr);
+  for (aclrtEvent& e : ev) aclrtCreateEventWithFlag(&e, ACL_EVENT_TIME_LINE);
+  std::atomic<std::uint64_t> recorded{0};
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    std::uint64_t next = 0;
+    for (bool last = false; !last;) {
+      last = done.load(std::memory_order_acquire);
+      for (const std::uint64_t end = recorded.load(std::memory_order_acquire); next != end; ++next) {
+        aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+        if (aclrtQueryEventStatus(ev[next % n], &status) != ACL_SUCCESS) break;
+        if (status != ACL_EVENT_RECORDED_STATUS_COMPLETE) break;
+        std::uint64_t us = 0;
+        aclrtEventGetTimestamp(ev[next % n], &us);
+        benchmark::DoNotOptimize(us);
+      }
+      if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::int64_t i = 0;
+  for (auto _ : state) {
+    const std::size_t k = static_cast<std::size_t>(i) % (n / 2) * 2;
+    aclrtRecordEvent(ev[k], g_stream);
+    aclrtRecordEvent(ev[k + 1], g_stream);
+    recorded.store(static_cast<std::uint64_t>(i + 1) * 2, std::memory_order_release);
+    let_device_catch_up(state, i++);
+  }
+  aclrtSynchronizeStream(g_stream);
+  done.store(true, std::memory_order_release);
+  reader.join();
+  for (aclrtEvent e : ev) aclrtDestroyEvent(e);
+}
+
 void device_stream_range(benchmark::State& state) {
   static const npuprof::registered_string<bench_domain> name{"device range"};
   std::int64_t i = 0;
@@ -421,6 +462,7 @@ BENCHMARK(lttng_range_active)->Setup(start_lttng)->Iterations(kLttngIterations)-
   BENCHMARK(fn)->Setup(start_device)->Iterations(kDeviceIterations)->Repetitions(5)->ReportAggregatesOnly(true)
 NPUPROF_DEVICE_BENCH(device_two_bare_records);
 NPUPROF_DEVICE_BENCH(device_two_bare_records_rotating);
+NPUPROF_DEVICE_BENCH(device_two_bare_records_timed);
 NPUPROF_DEVICE_BENCH(device_stream_range);
 
 namespace {
@@ -551,6 +593,9 @@ int main(int argc, char** argv) {
           "<= 1.2x");
   row_key("device: stream-tied range (x rotating)", "device_stream_range",
           get("device_two_bare_records_rotating"), "");
+  row_key("device: 2 bare records, times read back", "device_two_bare_records_timed",
+          get("device_two_bare_records"), "by a second thread, as timing needs");
+  row_key("device: stream-tied range (x timed)", "device_stream_range", get("device_two_bare_records_timed"), "");
   export_rows();
   if (g_session != nullptr && g_session->running()) g_session->cancel();
   return 0;

@@ -7,6 +7,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -293,6 +296,53 @@ TEST_CASE("ranges begun on one thread and ended on another are tied to the devic
   aclrtDestroyStream(st);
 }
 
+TEST_CASE("threads that share a stream each get a device slice for every range") {
+  test::temp_dir dir;
+  aclrtStream st = new_stream();
+  npuprof::config cfg = device_config(dir);
+  cfg.device_events_per_stream = 1024;  // room for every event: none dropped
+  npuprof::session s{cfg};
+  s.start();
+  constexpr int threads = 4, ranges = 50;
+  npuprof_sim_launch_kernel(st, 1000);
+  // The first thread creates the stream's pool and owns it; the others
+  // start once it exists, and the first of them makes it shared.
+  std::atomic<bool> created{false};
+  std::vector<std::thread> pool;
+  for (int k = 0; k < threads; ++k) {
+    pool.emplace_back([&, k] {
+      if (k == 0) {
+        npuprof::mark<kernels>("first", st);
+        created.store(true);
+      }
+      while (!created.load()) std::this_thread::yield();
+      for (int i = 0; i < ranges; ++i) {
+        npuprof::scoped_range<kernels> r{"t" + std::to_string(k), st};
+        npuprof_sim_launch_kernel(st, 10);
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  auto t = test::load(s.stop());
+  const json& events = t.meta["backend"]["device_events"];
+  INFO(t.meta["backend"].dump());
+  CHECK(events["taken"] == 2 * threads * ranges + 1);
+  CHECK(events["dropped_pool_empty"] == 0);
+  CHECK(events["dropped_no_pool"] == 0);
+  CHECK(t.meta["counts"]["device_unresolved"] == 0);
+  const auto dev = device_of(t, st);
+  REQUIRE(dev.size() == threads * ranges);
+  for (int k = 0; k < threads; ++k) {
+    const std::string name = "t" + std::to_string(k);
+    CHECK(host_of(t, name).size() == ranges);
+    CHECK(std::count_if(dev.begin(), dev.end(), [&](const json& d) { return d["name"] == name; }) == ranges);
+  }
+  // Each device slice holds at least its own kernel.
+  for (const json& d : dev) CHECK(test::to_ns(d["dur"]) >= 10 * us - 1 * us);
+  CHECK(check_flows(t) == threads * ranges);
+  aclrtDestroyStream(st);
+}
+
 TEST_CASE("an empty event pool drops the device part only, and counts it") {
   test::temp_dir dir;
   aclrtStream st = new_stream();
@@ -340,10 +390,11 @@ TEST_CASE("a stream's event pool is a power-of-two ring: taken in order, freed b
 
   counted_events::limit = 1000;
   auto p = std::make_unique<pool>();
-  p->create(rt, 6);  // six asked: four kept, two given back
+  p->create(rt, 6, true);  // six asked: four kept, two given back
   CHECK(p->capacity() == 4);
   CHECK(counted_events::created == 6);
   CHECK(counted_events::destroyed == 2);
+  CHECK(p->is_shared() == !npuprof::detail::asymmetric_fence_available());
   for (std::uint64_t seq = 0; seq < 4; ++seq) CHECK(p->take() == seq);
   CHECK(p->take() == none);  // all four in flight
   bool failed = true;
@@ -362,17 +413,75 @@ TEST_CASE("a stream's event pool is a power-of-two ring: taken in order, freed b
   CHECK(p->take() == 5);
   CHECK(p->take() == none);
 
+  // A pool shared from the start takes the same numbers.
+  auto shared = std::make_unique<pool>();
+  shared->create(rt, 2, false);
+  CHECK(shared->is_shared());
+  CHECK(shared->take() == 0);
+  CHECK(shared->take() == 1);
+  CHECK(shared->take() == none);
+  shared->release_before(1);
+  CHECK(shared->take() == 2);
+
   counted_events::limit = counted_events::created + 3;  // the device runs out after three
   auto q = std::make_unique<pool>();
-  q->create(rt, 256);
+  q->create(rt, 256, true);
   CHECK(q->capacity() == 2);
   CHECK(q->status.load() == pool::state::ready);
 
   counted_events::limit = counted_events::created;  // none left
   auto r = std::make_unique<pool>();
-  r->create(rt, 256);
+  r->create(rt, 256, true);
   CHECK(r->capacity() == 0);
   CHECK(r->status.load() == pool::state::failed);
+}
+
+TEST_CASE("the thread that creates a pool owns it until another thread takes from it") {
+  npuprof::detail::acl_runtime rt;
+  rt.create_event_with_flag = counted_events::create;
+  rt.destroy_event = counted_events::destroy;
+  using pool = npuprof::detail::event_pool;
+  const bool ownable = npuprof::detail::asymmetric_fence_available();
+  INFO("asymmetric fence available: " << ownable);
+  counted_events::limit = 1 << 30;
+
+  // The owner alone takes without sharing; a second thread switches the pool.
+  auto p = std::make_unique<pool>();
+  p->create(rt, 64, true);
+  for (std::uint64_t seq = 0; seq < 10; ++seq) CHECK(p->take() == seq);
+  CHECK(p->is_shared() == !ownable);
+  std::uint64_t other = 0;
+  std::thread([&] { other = p->take(); }).join();
+  CHECK(other == 10);
+  CHECK(p->is_shared());
+  CHECK(p->take() == 11);
+
+  // The switch while the owner is taking: no number is given twice or skipped.
+  constexpr std::uint64_t per_thread = 2000;
+  for (int round = 0; round < 200; ++round) {
+    auto q = std::make_unique<pool>();
+    q->create(rt, 4096, true);
+    std::vector<std::uint64_t> mine, theirs;
+    std::atomic<std::uint64_t> owner_took{0};
+    std::thread second([&] {
+      while (owner_took.load() < 100) std::this_thread::yield();
+      for (std::uint64_t i = 0; i < per_thread; ++i) theirs.push_back(q->take());
+    });
+    for (std::uint64_t i = 0; i < per_thread; ++i) {
+      mine.push_back(q->take());
+      owner_took.store(i + 1);
+    }
+    second.join();
+    CHECK(q->is_shared());
+    std::vector<std::uint64_t> all = mine;
+    all.insert(all.end(), theirs.begin(), theirs.end());
+    std::sort(all.begin(), all.end());
+    std::vector<std::uint64_t> expected(2 * per_thread);
+    std::iota(expected.begin(), expected.end(), 0);
+    REQUIRE(all == expected);
+    CHECK(std::is_sorted(mine.begin(), mine.end()));
+    CHECK(std::is_sorted(theirs.begin(), theirs.end()));
+  }
 }
 
 TEST_CASE("a failing runtime call degrades the session to host-only with a message") {

@@ -41,7 +41,7 @@ class acl_backend final : public device_recorder {
     if (NPUPROF_UNLIKELY(st != event_pool::state::ready)) {
       auto empty = event_pool::state::empty;
       if (st == empty && p->status.compare_exchange_strong(empty, event_pool::state::creating)) {
-        p->create(rt_, events_per_stream_.load(std::memory_order_relaxed));
+        p->create(rt_, events_per_stream_.load(std::memory_order_relaxed), ownable_);
         st = p->status.load(std::memory_order_acquire);
       }
       if (st != event_pool::state::ready) return bump(no_pool_);
@@ -326,6 +326,7 @@ class acl_backend final : public device_recorder {
 
   acl_runtime rt_;
   const bool prefetch_ = can_prefetch_for_write();
+  const bool ownable_ = asymmetric_fence_available();  // pools owned by one thread until shared
   std::int32_t device_id_ = 0;
   event_pools pools_;
   std::atomic<std::uint32_t> events_per_stream_{256};

@@ -3,12 +3,22 @@
 //
 // A pool is a ring of `capacity` events, a power of two. Sequence numbers
 // count the events handed out on the stream; event `seq` lives in slot
-// `seq & (capacity - 1)`. A thread takes the next number with a
-// compare-and-swap (refused when all slots are in flight: the pool is dry),
-// records the slot's event on the stream, then publishes that it did. The
+// `seq & (capacity - 1)`. A thread takes the next number (refused when all
+// slots are in flight: the pool is dry), records the slot's event on the
+// stream, then publishes that it did. The
 // resolver walks the numbers in order, reads each event's time once it has
 // completed, and moves `resolved` forward, which frees the slot for number
 // `seq + capacity`.
+//
+// Taking a number: most streams are fed by one thread, so the thread that
+// created the pool owns it and takes numbers with plain loads and stores.
+// The first other thread to record on the stream switches the pool to shared
+// for good: from then on every thread takes numbers with a compare-and-swap.
+// The switch is a Dekker handshake (the owner says it is busy taking, then
+// checks for the switch; the switcher says it switches, then checks that the
+// owner is not busy) whose owner side needs no fence: the switcher runs an
+// asymmetric fence for both (see asymmetric_fence.hpp). Without one, pools
+// are shared from the start.
 //
 // Publishing is the one store per event that the resolver reads back from
 // another core: the words it writes are packed eight to a cache line, apart
@@ -20,8 +30,13 @@
 #include <memory>
 #include <new>
 
+#include <thread>
+
+#include "../detail/asymmetric_fence.hpp"
 #include "../detail/device_hook.hpp"
+#include "../detail/platform.hpp"
 #include "../detail/prefetch.hpp"
+#include "../detail/thread_buffer.hpp"
 #include "acl_runtime.hpp"
 
 namespace npuprof::detail {
@@ -35,8 +50,11 @@ class event_pool {
 
   /// Creates `wanted` events rounded down to a power of two, or as many as
   /// the device gives (also rounded down). Runs once per stream, on the first
-  /// thread that ties a marker to it.
-  void create(const acl_runtime& rt, std::uint32_t wanted) noexcept {
+  /// thread that ties a marker to it, which owns the pool while it is the
+  /// only one (when `ownable`).
+  void create(const acl_runtime& rt, std::uint32_t wanted, bool ownable) noexcept {
+    owner_ = this_thread_token();
+    sharing_.store(ownable ? owned : shared, std::memory_order_relaxed);
     events_.reset(new (std::nothrow) void*[wanted]);
     published_.reset(new (std::nothrow) std::atomic<std::uint64_t>[wanted]);
     std::uint32_t n = 0;
@@ -54,12 +72,28 @@ class event_pool {
   /// Takes the next sequence number, or no_device_event when all events are
   /// in flight.
   std::uint64_t take() noexcept {
-    std::uint64_t seq = issued_.load(std::memory_order_relaxed);
-    do {
-      if (seq - resolved_.load(std::memory_order_acquire) >= capacity_) return no_device_event;
-    } while (!issued_.compare_exchange_weak(seq, seq + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
-    return seq;
+    if (NPUPROF_LIKELY(owner_ == this_thread_token())) {
+      owner_busy_.store(true, std::memory_order_relaxed);
+      light_fence();
+      if (NPUPROF_LIKELY(sharing_.load(std::memory_order_relaxed) == owned)) {
+        const std::uint64_t seq = issued_.load(std::memory_order_relaxed);
+        if (NPUPROF_UNLIKELY(seq - resolved_.load(std::memory_order_acquire) >= capacity_)) {
+          owner_busy_.store(false, std::memory_order_release);
+          return no_device_event;
+        }
+        issued_.store(seq + 1, std::memory_order_relaxed);
+        owner_busy_.store(false, std::memory_order_release);
+        return seq;
+      }
+      owner_busy_.store(false, std::memory_order_relaxed);
+    } else if (NPUPROF_UNLIKELY(sharing_.load(std::memory_order_acquire) != shared)) {
+      share();
+    }
+    return take_shared();
   }
+
+  /// Whether numbers are taken with a compare-and-swap by every thread.
+  bool is_shared() const noexcept { return sharing_.load(std::memory_order_acquire) == shared; }
 
   /// The device event that number `seq` uses.
   void* event(std::uint64_t seq) const noexcept { return events_[seq & mask_]; }
@@ -95,6 +129,30 @@ class event_pool {
   void release_before(std::uint64_t seq) noexcept { resolved_.store(seq, std::memory_order_release); }
 
  private:
+  enum : int { owned, switching, shared };
+
+  std::uint64_t take_shared() noexcept {
+    std::uint64_t seq = issued_.load(std::memory_order_relaxed);
+    do {
+      if (seq - resolved_.load(std::memory_order_acquire) >= capacity_) return no_device_event;
+    } while (!issued_.compare_exchange_weak(seq, seq + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
+    return seq;
+  }
+
+  // Once per pool, on the first thread other than the owner (others that come
+  // meanwhile wait for it): after the fence, the owner either sees the switch
+  // or its busy flag is visible here, and then its take ends soon.
+  NPUPROF_COLD void share() noexcept {
+    int expected = owned;
+    if (sharing_.compare_exchange_strong(expected, switching, std::memory_order_acq_rel)) {
+      heavy_fence();
+      while (owner_busy_.load(std::memory_order_acquire)) std::this_thread::yield();
+      sharing_.store(shared, std::memory_order_release);
+      return;
+    }
+    while (sharing_.load(std::memory_order_acquire) != shared) std::this_thread::yield();
+  }
+
   std::unique_ptr<void*[]> events_;
   // (seq + 1) << 1 once event `seq` was recorded, | 1 if recording failed.
   std::unique_ptr<std::atomic<std::uint64_t>[]> published_;
@@ -102,7 +160,11 @@ class event_pool {
   std::uint64_t mask_ = 0;
   // Written by recording threads and by the resolver: apart, so that neither
   // invalidates the other's line on every event.
+  // The owner's line: read by other threads only until the pool is shared.
   alignas(64) std::atomic<std::uint64_t> issued_{0};
+  const void* owner_ = nullptr;  // set before the pool is ready, then fixed
+  std::atomic<bool> owner_busy_{false};
+  std::atomic<int> sharing_{shared};
   alignas(64) std::atomic<std::uint64_t> resolved_{0};
 };
 

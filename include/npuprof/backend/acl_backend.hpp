@@ -37,17 +37,12 @@ class acl_backend final : public device_recorder {
     if (degraded_.load(std::memory_order_relaxed)) return no_device_event;
     event_pool* p = pools_.find_or_claim(stream);
     if (p == nullptr) return bump(no_pool_);
-    auto st = p->status.load(std::memory_order_acquire);
-    if (NPUPROF_UNLIKELY(st != event_pool::state::ready)) {
-      auto empty = event_pool::state::empty;
-      if (st == empty && p->status.compare_exchange_strong(empty, event_pool::state::creating)) {
-        p->create(rt_, events_per_stream_.load(std::memory_order_relaxed), ownable_);
-        st = p->status.load(std::memory_order_acquire);
-      }
-      if (st != event_pool::state::ready) return bump(no_pool_);
+    if (NPUPROF_UNLIKELY(p->status.load(std::memory_order_acquire) != event_pool::state::ready) &&
+        !make_ready(*p)) {
+      return bump(no_pool_);
     }
     const std::uint64_t seq = p->take();
-    if (seq == no_device_event) return bump(pool_empty_);
+    if (NPUPROF_UNLIKELY(seq == no_device_event)) return bump(pool_empty_);
     if (prefetch_) p->prefetch_ahead(seq);
     const int err = rt_.record_event(p->event(seq), stream);
     p->publish(seq, err == 0);
@@ -168,6 +163,18 @@ class acl_backend final : public device_recorder {
  private:
   static constexpr int reference_slots = 3;
   static constexpr std::int64_t reference_every_ns = 200'000'000;
+
+  // Out of line: once per stream, on the first thread that ties a marker to
+  // it; others that come meanwhile record host-only until the pool is ready.
+  NPUPROF_COLD bool make_ready(event_pool& p) noexcept {
+    auto st = p.status.load(std::memory_order_acquire);
+    auto empty = event_pool::state::empty;
+    if (st == empty && p.status.compare_exchange_strong(empty, event_pool::state::creating)) {
+      p.create(rt_, events_per_stream_.load(std::memory_order_relaxed), ownable_);
+      st = p.status.load(std::memory_order_acquire);
+    }
+    return st == event_pool::state::ready;
+  }
 
   std::uint64_t bump(std::atomic<std::uint64_t>& c) noexcept {
     c.fetch_add(1, std::memory_order_relaxed);

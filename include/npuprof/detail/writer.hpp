@@ -147,8 +147,24 @@ inline bool write_complete_on_stream(std::uint64_t first, std::uint64_t tag, str
   } else if (begin_device != no_device_backend) {
     dev.count = 2;  // the backend went away: keep the begin, the end is missing
   }
-  std::uint64_t head[3] = {first, tag, raw_ticks()};
-  return write_general(head, 3, stream, dev, nullptr, 0);
+  const std::uint64_t end = raw_ticks();
+  if (NPUPROF_UNLIKELY(dev.count == 0)) {
+    std::uint64_t head[3] = {first, tag, end};
+    return write_general(head, 3, stream, dev, nullptr, 0);
+  }
+  // The common case written directly, laid out as write_general would: the
+  // always-on device range pays for no length arithmetic or copy loops.
+  static_assert(device_words(kind::complete) == 2, "a complete record on a stream has two device words");
+  std::uint64_t* p = reserve(6);
+  if (NPUPROF_UNLIKELY(p == nullptr)) return false;
+  p[0] = first;
+  p[1] = tag | stream_bit | device_bit;
+  p[2] = end;
+  p[3] = reinterpret_cast<std::uintptr_t>(stream);
+  p[4] = dev.seq[0];
+  p[5] = dev.seq[1];
+  commit(p + 6);
+  return true;
 }
 
 /// One sample of a counter.

@@ -29,7 +29,6 @@
 #include <cstdint>
 #include <memory>
 #include <new>
-
 #include <thread>
 
 #include "../detail/asymmetric_fence.hpp"
@@ -159,8 +158,8 @@ class event_pool {
   std::uint32_t capacity_ = 0;
   std::uint64_t mask_ = 0;
   // Written by recording threads and by the resolver: apart, so that neither
-  // invalidates the other's line on every event.
-  // The owner's line: read by other threads only until the pool is shared.
+  // invalidates the other's line on every event. The first line also holds
+  // what the owner checks on each take.
   alignas(64) std::atomic<std::uint64_t> issued_{0};
   const void* owner_ = nullptr;  // set before the pool is ready, then fixed
   std::atomic<bool> owner_busy_{false};

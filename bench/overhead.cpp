@@ -353,18 +353,43 @@ void report_device_drops(benchmark::State& state) {
   state.counters["device_dropped"] = b != nullptr ? b->describe()["device_events"]["dropped_pool_empty"].get<double>() : -1;
 }
 
-// Two bare records per iteration on `pairs` pairs of events in turn.
-void bare_records(benchmark::State& state, std::size_t pairs) {
+// Two bare records per iteration on `pairs` pairs of events in turn. With
+// `read_back`, a second thread reads each event's device time once the
+// stream has passed it, polling as often as the session's resolver does
+// here: what timing the events by hand costs the recording thread. Reading
+// an event on another core leaves its memory there, so recording it again
+// has to fetch it back.
+void bare_records(benchmark::State& state, std::size_t pairs, bool read_back = false) {
   std::vector<aclrtEvent> ev(2 * pairs, nullptr);
   for (aclrtEvent& e : ev) aclrtCreateEventWithFlag(&e, ACL_EVENT_TIME_LINE);
+  std::atomic<std::uint64_t> recorded{0};
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    std::uint64_t next = 0;
+    for (bool last = !read_back; !last;) {
+      last = done.load(std::memory_order_acquire);
+      for (const std::uint64_t end = recorded.load(std::memory_order_acquire); next != end; ++next) {
+        aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
+        if (aclrtQueryEventStatus(ev[next % ev.size()], &status) != ACL_SUCCESS) break;
+        if (status != ACL_EVENT_RECORDED_STATUS_COMPLETE) break;
+        std::uint64_t us = 0;
+        aclrtEventGetTimestamp(ev[next % ev.size()], &us);
+        benchmark::DoNotOptimize(us);
+      }
+      if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
   std::int64_t i = 0;
   for (auto _ : state) {
     const std::size_t k = static_cast<std::size_t>(i) % pairs * 2;
     aclrtRecordEvent(ev[k], g_stream);
     aclrtRecordEvent(ev[k + 1], g_stream);
+    if (read_back) recorded.store(static_cast<std::uint64_t>(i + 1) * 2, std::memory_order_release);
     let_device_catch_up(state, i++);
   }
   aclrtSynchronizeStream(g_stream);
+  done.store(true, std::memory_order_release);
+  reader.join();
   for (aclrtEvent e : ev) aclrtDestroyEvent(e);
 }
 
@@ -376,45 +401,8 @@ void device_two_bare_records(benchmark::State& state) { bare_records(state, 1); 
 // pool holds.
 void device_two_bare_records_rotating(benchmark::State& state) { bare_records(state, 1024); }
 
-// Two bare records on 2048 events in turn, whose device times a second
-// thread reads back once the stream has passed them, polling as often as the
-// session's resolver does here: what timing the events by hand costs the
-// recording thread. Reading an event on another core leaves its memory
-// there, so recording it again has to fetch it back.
-void device_two_bare_records_timed(benchmark::State& state) {
-  constexpr std::size_t n = 2048;
-  std::vector<aclrtEvent> ev(n, nullptr);
-  for (aclrtEvent& e : ev) aclrtCreateEventWithFlag(&e, ACL_EVENT_TIME_LINE);
-  std::atomic<std::uint64_t> recorded{0};
-  std::atomic<bool> done{false};
-  std::thread reader([&] {
-    std::uint64_t next = 0;
-    for (bool last = false; !last;) {
-      last = done.load(std::memory_order_acquire);
-      for (const std::uint64_t end = recorded.load(std::memory_order_acquire); next != end; ++next) {
-        aclrtEventRecordedStatus status = ACL_EVENT_RECORDED_STATUS_NOT_READY;
-        if (aclrtQueryEventStatus(ev[next % n], &status) != ACL_SUCCESS) break;
-        if (status != ACL_EVENT_RECORDED_STATUS_COMPLETE) break;
-        std::uint64_t us = 0;
-        aclrtEventGetTimestamp(ev[next % n], &us);
-        benchmark::DoNotOptimize(us);
-      }
-      if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  });
-  std::int64_t i = 0;
-  for (auto _ : state) {
-    const std::size_t k = static_cast<std::size_t>(i) % (n / 2) * 2;
-    aclrtRecordEvent(ev[k], g_stream);
-    aclrtRecordEvent(ev[k + 1], g_stream);
-    recorded.store(static_cast<std::uint64_t>(i + 1) * 2, std::memory_order_release);
-    let_device_catch_up(state, i++);
-  }
-  aclrtSynchronizeStream(g_stream);
-  done.store(true, std::memory_order_release);
-  reader.join();
-  for (aclrtEvent e : ev) aclrtDestroyEvent(e);
-}
+// As the rotating row, with the events' times read back by a second thread.
+void device_two_bare_records_timed(benchmark::State& state) { bare_records(state, 1024, true); }
 
 void device_stream_range(benchmark::State& state) {
   static const npuprof::registered_string<bench_domain> name{"device range"};

@@ -379,12 +379,16 @@ struct counted_events {
     return 0;
   }
   static int destroy(void*) { return ++destroyed, 0; }
+  static npuprof::detail::acl_runtime runtime() {
+    npuprof::detail::acl_runtime rt;
+    rt.create_event_with_flag = create;
+    rt.destroy_event = destroy;
+    return rt;
+  }
 };
 
 TEST_CASE("a stream's event pool is a power-of-two ring: taken in order, freed by the resolver") {
-  npuprof::detail::acl_runtime rt;
-  rt.create_event_with_flag = counted_events::create;
-  rt.destroy_event = counted_events::destroy;
+  const npuprof::detail::acl_runtime rt = counted_events::runtime();
   using pool = npuprof::detail::event_pool;
   constexpr auto none = npuprof::detail::no_device_event;
 
@@ -437,9 +441,7 @@ TEST_CASE("a stream's event pool is a power-of-two ring: taken in order, freed b
 }
 
 TEST_CASE("the thread that creates a pool owns it until another thread takes from it") {
-  npuprof::detail::acl_runtime rt;
-  rt.create_event_with_flag = counted_events::create;
-  rt.destroy_event = counted_events::destroy;
+  const npuprof::detail::acl_runtime rt = counted_events::runtime();
   using pool = npuprof::detail::event_pool;
   const bool ownable = npuprof::detail::asymmetric_fence_available();
   INFO("asymmetric fence available: " << ownable);

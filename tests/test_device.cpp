@@ -68,11 +68,18 @@ std::size_t check_flows(const test::trace& t) {
     if (e["ph"] == "f") CHECK(finishes.emplace(e["id"].get<std::uint64_t>(), e).second);
   }
   CHECK(starts.size() == finishes.size());
+  // A flow binds to the slice that begins at its time on its track: there
+  // must be exactly one.
   auto slice_at = [&](const json& flow) -> json {
+    json found = nullptr;
     for (const json& e : t.events) {
-      if (e["ph"] == "X" && e["pid"] == flow["pid"] && e["tid"] == flow["tid"] && e["ts"] == flow["ts"]) return e;
+      if (e["ph"] == "X" && e["pid"] == flow["pid"] && e["tid"] == flow["tid"] && e["ts"] == flow["ts"]) {
+        CHECK_MESSAGE(found.is_null(), "two slices begin where flow " << flow["id"] << " ends or starts: " << found
+                                                                     << " and " << e);
+        found = e;
+      }
     }
-    return nullptr;
+    return found;
   };
   std::size_t pairs = 0;
   for (auto& [id, s] : starts) {
@@ -341,6 +348,54 @@ TEST_CASE("threads that share a stream each get a device slice for every range")
   for (const json& d : dev) CHECK(test::to_ns(d["dur"]) >= 10 * us - 1 * us);
   CHECK(check_flows(t) == threads * ranges);
   aclrtDestroyStream(st);
+}
+
+TEST_CASE("device slices that begin in the same microsecond get a track each, so every flow ends on its own") {
+  // Device timestamps are whole microseconds: ranges of several threads (or
+  // nested ranges of one) queued behind the same kernel begin together.
+  npuprof::trace_data data;
+  data.pid = 7;
+  data.strings = {"outer", "inner", "other", "empty", "after"};
+  data.domains = {"kernels"};
+  auto host = [&](std::uint32_t name, std::uint32_t tid, std::int64_t ts, std::int64_t dur) {
+    npuprof::trace_event e;
+    e.name = name;
+    e.tid = e.end_tid = tid;
+    e.ts = ts;
+    e.dur = dur;
+    e.stream = 0xab;
+    data.events.push_back(e);
+    return data.events.size() - 1;
+  };
+  auto device = [&](std::size_t host_event, std::int64_t ts, std::int64_t dur) {
+    data.device_events.push_back({host_event, 0xab, ts, dur, false});
+  };
+  device(host(0, 11, 1 * us, 90 * us), 100 * us, 80 * us);  // outer
+  device(host(1, 11, 2 * us, 40 * us), 100 * us, 30 * us);  // nested in it on the host, begins with it
+  device(host(2, 12, 3 * us, 20 * us), 100 * us, 10 * us);  // another thread's, begins with both
+  device(host(3, 12, 30 * us, 1 * us), 100 * us, 0);        // empty, at the same instant
+  device(host(4, 12, 40 * us, 5 * us), 150 * us, 5 * us);   // later: back on the stream's own track
+  test::temp_dir dir;
+  npuprof::detail::write_trace_view(data, (dir.path / "trace_view.json").string());
+  test::trace t;
+  t.events = test::read_json(dir.path / "trace_view.json");
+
+  const auto dev = t.where([](const json& e) { return on_device(e) && e["ph"] == "X"; });
+  REQUIRE(dev.size() == 5);
+  std::set<std::uint64_t> tracks;
+  for (const json& d : dev) {
+    if (d["name"] != "after") CHECK(tracks.insert(d["tid"].get<std::uint64_t>()).second);
+  }
+  CHECK(tracks.size() == 4);
+  const json& outer = *std::find_if(dev.begin(), dev.end(), [](const json& d) { return d["name"] == "outer"; });
+  const json& after = *std::find_if(dev.begin(), dev.end(), [](const json& d) { return d["name"] == "after"; });
+  CHECK(after["tid"] == outer["tid"]);
+  CHECK(t.thread_name(outer["tid"]) == "Stream 1");
+  for (const json& d : dev) {
+    if (d["tid"] != outer["tid"]) CHECK(t.thread_name(d["tid"]).rfind("Stream 1 (overlapping ", 0) == 0);
+  }
+  CHECK(check_flows(t) == 5);
+  test::check_nesting(t);
 }
 
 TEST_CASE("an empty event pool drops the device part only, and counts it") {

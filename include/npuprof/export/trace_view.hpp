@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -33,7 +34,8 @@ inline constexpr std::uint32_t lane_tid_base = 0x40000000;
 inline constexpr std::uint32_t device_pid_base = 0x40000000;
 
 /// Device slices of one stream that overlap without nesting (ranges ended
-/// from several threads) go to extra tracks: stream track + this × n.
+/// from several threads), or begin in the same microsecond as another, go to
+/// extra tracks: stream track + this × n.
 inline constexpr std::uint32_t device_overlap_tid_step = 0x10000;
 
 inline void append_us(fmt::memory_buffer& out, std::int64_t ns) {
@@ -232,26 +234,42 @@ class trace_view_writer {
     }
   }
 
-  // The first lane (a stack of open slices) where `s` nests; a new one if none.
-  static std::size_t lane_for(std::vector<std::vector<span>>& lanes, const span& s) {
-    std::size_t lane = 0;
-    for (; lane < lanes.size(); ++lane) {
-      auto& stack = lanes[lane];
-      while (!stack.empty() && stack.back().end <= s.begin) stack.pop_back();
-      if (stack.empty() || stack.back().end >= s.end) return lane;
+  // An extra track: its slices still open (a stack), and where the last one
+  // began.
+  struct lane_slices {
+    std::vector<span> open;
+    std::int64_t last_begin = std::numeric_limits<std::int64_t>::min();
+  };
+
+  // The first lane where `s` nests, and, for a slice, begins after every
+  // slice already there: a flow's end binds to the slice that begins at its
+  // time on its track, so no two may. A new lane if none. Spans come in start
+  // order.
+  static std::size_t lane_for(std::vector<lane_slices>& lanes, const span& s, bool slice = true) {
+    std::size_t i = 0;
+    for (; i < lanes.size(); ++i) {
+      auto& open = lanes[i].open;
+      while (!open.empty() && open.back().end <= s.begin) open.pop_back();
+      const bool fresh_begin = !slice || lanes[i].last_begin < s.begin;
+      if (fresh_begin && (open.empty() || open.back().end >= s.end)) return i;
     }
     lanes.emplace_back();
-    return lane;
+    return i;
+  }
+
+  static void occupy(lane_slices& l, const span& s) {
+    l.open.push_back(s);
+    l.last_begin = s.begin;
   }
 
   void place_on_lanes(std::vector<std::size_t>& moved) {
     const auto& ev = data_.events;
     std::sort(moved.begin(), moved.end(), [&](std::size_t a, std::size_t b) { return earlier(ev[a], ev[b]); });
-    std::vector<std::vector<span>> lanes;
+    std::vector<lane_slices> lanes;
     for (std::size_t i : moved) {
       const span s{ev[i].ts, ev[i].ts + ev[i].dur, i};
       const std::size_t lane = lane_for(lanes, s);
-      lanes[lane].push_back(s);
+      occupy(lanes[lane], s);
       track_[i] = lane_tid_base + static_cast<std::uint32_t>(lane);
     }
     lane_count_ = lanes.size();
@@ -371,14 +389,15 @@ class trace_view_writer {
   }
 
   // Device tracks: one per stream, numbered in order of the streams' first
-  // device event; overlapping slices of a stream move to extra tracks.
+  // device event; slices of a stream that overlap, or begin together, move
+  // to extra tracks.
   void assign_device_tracks() {
     const auto& dev = data_.device_events;
     device_track_.assign(dev.size(), 0);
     std::vector<std::size_t> order(dev.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return earlier(dev[a], dev[b]); });
-    std::map<std::uint64_t, std::vector<std::vector<span>>> lanes;  // stream → lanes of open slices
+    std::map<std::uint64_t, std::vector<lane_slices>> lanes;  // by stream
     for (std::size_t i : order) {
       const device_event& e = dev[i];
       auto found = std::find(streams_.begin(), streams_.end(), e.stream);
@@ -386,8 +405,8 @@ class trace_view_writer {
       if (found == streams_.end()) streams_.push_back(e.stream);
       auto& stream_lanes = lanes[e.stream];
       const span sp{e.ts, e.ts + e.dur, i};
-      const std::size_t lane = lane_for(stream_lanes, sp);
-      if (!e.instant) stream_lanes[lane].push_back(sp);
+      const std::size_t lane = lane_for(stream_lanes, sp, !e.instant);
+      if (!e.instant) occupy(stream_lanes[lane], sp);
       device_track_[i] = index + 1 + static_cast<std::uint32_t>(lane) * device_overlap_tid_step;
       lanes_used_[index + 1] = std::max<std::size_t>(lanes_used_[index + 1], lane + 1);
     }

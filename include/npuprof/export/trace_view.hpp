@@ -234,8 +234,8 @@ class trace_view_writer {
     }
   }
 
-  // An extra track: its slices still open (a stack), and where the last one
-  // began.
+  // One lane (a track): its slices still open (a stack), and where the last
+  // one began.
   struct lane_slices {
     std::vector<span> open;
     std::int64_t last_begin = std::numeric_limits<std::int64_t>::min();

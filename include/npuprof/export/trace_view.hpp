@@ -241,25 +241,24 @@ class trace_view_writer {
     std::int64_t last_begin = std::numeric_limits<std::int64_t>::min();
   };
 
-  // The first lane where `s` nests, and, for a slice, begins after every
-  // slice already there: a flow's end binds to the slice that begins at its
-  // time on its track, so no two may. A new lane if none. Spans come in start
-  // order.
-  static std::size_t lane_for(std::vector<lane_slices>& lanes, const span& s, bool slice = true) {
+  // Places `s` on the first lane where it nests and, for a slice, begins
+  // after every slice already there (a flow's end binds to the slice that
+  // begins at its time on its track, so no two may); on a new lane if none.
+  // Spans come in start order. Returns the lane.
+  static std::size_t place(std::vector<lane_slices>& lanes, const span& s, bool slice = true) {
     std::size_t i = 0;
     for (; i < lanes.size(); ++i) {
       auto& open = lanes[i].open;
       while (!open.empty() && open.back().end <= s.begin) open.pop_back();
       const bool fresh_begin = !slice || lanes[i].last_begin < s.begin;
-      if (fresh_begin && (open.empty() || open.back().end >= s.end)) return i;
+      if (fresh_begin && (open.empty() || open.back().end >= s.end)) break;
     }
-    lanes.emplace_back();
+    if (i == lanes.size()) lanes.emplace_back();
+    if (slice) {
+      lanes[i].open.push_back(s);
+      lanes[i].last_begin = s.begin;
+    }
     return i;
-  }
-
-  static void occupy(lane_slices& l, const span& s) {
-    l.open.push_back(s);
-    l.last_begin = s.begin;
   }
 
   void place_on_lanes(std::vector<std::size_t>& moved) {
@@ -268,8 +267,7 @@ class trace_view_writer {
     std::vector<lane_slices> lanes;
     for (std::size_t i : moved) {
       const span s{ev[i].ts, ev[i].ts + ev[i].dur, i};
-      const std::size_t lane = lane_for(lanes, s);
-      occupy(lanes[lane], s);
+      const std::size_t lane = place(lanes, s);
       track_[i] = lane_tid_base + static_cast<std::uint32_t>(lane);
     }
     lane_count_ = lanes.size();
@@ -405,8 +403,7 @@ class trace_view_writer {
       if (found == streams_.end()) streams_.push_back(e.stream);
       auto& stream_lanes = lanes[e.stream];
       const span sp{e.ts, e.ts + e.dur, i};
-      const std::size_t lane = lane_for(stream_lanes, sp, !e.instant);
-      if (!e.instant) occupy(stream_lanes[lane], sp);
+      const std::size_t lane = place(stream_lanes, sp, !e.instant);
       device_track_[i] = index + 1 + static_cast<std::uint32_t>(lane) * device_overlap_tid_step;
       lanes_used_[index + 1] = std::max<std::size_t>(lanes_used_[index + 1], lane + 1);
     }

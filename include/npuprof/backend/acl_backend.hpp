@@ -35,11 +35,10 @@ class acl_backend final : public device_recorder {
 
   std::uint64_t record(void* stream) noexcept override {
     if (degraded_.load(std::memory_order_relaxed)) return no_device_event;
-    event_pool* p = pools_.find_or_claim(stream);
-    if (p == nullptr) return bump(no_pool_);
-    if (NPUPROF_UNLIKELY(p->status.load(std::memory_order_acquire) != event_pool::state::ready) &&
-        !make_ready(*p)) {
-      return bump(no_pool_);
+    event_pool* p = t_last_pool.pool;
+    if (NPUPROF_UNLIKELY(t_last_pool.stream != stream || t_last_pool.backend != this)) {
+      p = ready_pool(stream);
+      if (p == nullptr) return bump(no_pool_);
     }
     const std::uint64_t seq = p->take();
     if (NPUPROF_UNLIKELY(seq == no_device_event)) return bump(pool_empty_);
@@ -163,6 +162,25 @@ class acl_backend final : public device_recorder {
  private:
   static constexpr int reference_slots = 3;
   static constexpr std::int64_t reference_every_ns = 200'000'000;
+
+  // The ready pool this thread recorded on last: a thread usually records
+  // on one stream many times in a row, and a ready pool stays ready and in
+  // place for the life of the process, so the table is searched only when
+  // the stream changes.
+  struct last_pool {
+    const acl_backend* backend;
+    void* stream;
+    event_pool* pool;
+  };
+  static inline thread_local last_pool t_last_pool{};
+
+  NPUPROF_COLD event_pool* ready_pool(void* stream) noexcept {
+    event_pool* p = pools_.find_or_claim(stream);
+    if (p == nullptr) return nullptr;
+    if (p->status.load(std::memory_order_acquire) != event_pool::state::ready && !make_ready(*p)) return nullptr;
+    t_last_pool = {this, stream, p};
+    return p;
+  }
 
   // Out of line: once per stream, on the first thread that ties a marker to
   // it; others that come meanwhile record host-only until the pool is ready.

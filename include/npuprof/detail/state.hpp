@@ -13,6 +13,7 @@
 #include "forward_hook.hpp"
 #include "domain_table.hpp"
 #include "platform.hpp"
+#include "prefetch.hpp"
 #include "string_table.hpp"
 #include "thread_buffer.hpp"
 
@@ -70,6 +71,8 @@ struct process_state {
   std::atomic<device_recorder*> device{nullptr};
   /// Where markers are forwarded while domains carry forward_bit.
   std::atomic<marker_forwarder*> forwarder{nullptr};
+  /// Whether recording threads may fetch lines for writing ahead of time.
+  const bool can_prefetch = can_prefetch_for_write();
   bool exit_hook_installed = false;
 };
 

@@ -14,6 +14,7 @@
 #include "../stream.hpp"
 #include "device_hook.hpp"
 #include "message.hpp"
+#include "prefetch.hpp"
 #include "record.hpp"
 #include "state.hpp"
 
@@ -157,6 +158,9 @@ inline bool write_complete_on_stream(std::uint64_t first, std::uint64_t tag, str
   static_assert(device_words(kind::complete) == 2, "a complete record on a stream has two device words");
   std::uint64_t* p = reserve(6);
   if (NPUPROF_UNLIKELY(p == nullptr)) return false;
+  // The drainer read the buffer's recycled lines on another core; fetch the
+  // next few ranges' line now, as the event pool does for its own lines.
+  if (state().can_prefetch) prefetch_for_write(p + 32);
   p[0] = first;
   p[1] = tag | stream_bit | device_bit;
   p[2] = end;

@@ -322,7 +322,7 @@ void counter_sample(benchmark::State& state) {
 aclrtStream g_stream = nullptr;
 constexpr std::int64_t kDeviceIterations = 100'000;
 
-void start_device(const benchmark::State&) {
+void start_device_session() {
   if (g_session != nullptr && g_session->running()) g_session->cancel();
   if (g_stream == nullptr) aclrtCreateStream(&g_stream);
   npuprof::config cfg = bench_config();
@@ -336,14 +336,20 @@ void start_device(const benchmark::State&) {
   aclrtSynchronizeStream(g_stream);
 }
 
+void start_device(const benchmark::State&) { start_device_session(); }
+
 // The simulated device executes events on a host thread that shares the two
 // cores with the benchmark: let it catch up now and then, off the clock, in
 // both rows alike, so that no event pool runs dry.
+void device_catch_up() {
+  aclrtSynchronizeStream(g_stream);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the resolver frees the events
+}
+
 void let_device_catch_up(benchmark::State& state, std::int64_t i) {
   if ((i & 255) != 255) return;
   state.PauseTiming();
-  aclrtSynchronizeStream(g_stream);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the resolver frees the events
+  device_catch_up();
   state.ResumeTiming();
 }
 
@@ -353,13 +359,23 @@ void report_device_drops(benchmark::State& state) {
   state.counters["device_dropped"] = b != nullptr ? b->describe()["device_events"]["dropped_pool_empty"].get<double>() : -1;
 }
 
-// Two bare records per iteration on `pairs` pairs of events in turn. With
-// `read_back`, a second thread reads each event's device time once the
-// stream has passed it, polling as often as the session's resolver does
-// here: what timing the events by hand costs the recording thread. Reading
-// an event on another core leaves its memory there, so recording it again
-// has to fetch it back.
-void bare_records(benchmark::State& state, std::size_t pairs, bool read_back = false) {
+// What a bare-records row does besides the two records.
+enum class besides {
+  nothing,
+  // A second thread reads each event's device time once the stream has
+  // passed it, polling as often as the session's resolver does here: what
+  // timing the events by hand costs the recording thread. Reading an event on
+  // another core leaves its memory there, so recording it again has to fetch
+  // it back.
+  read_back,
+  // The host clock is read before the first record and after the second, as
+  // a host range around them does: the floor of a stream-tied range.
+  clock_reads,
+};
+
+// Two bare records per iteration on `pairs` pairs of events in turn.
+void bare_records(benchmark::State& state, std::size_t pairs, besides extra = besides::nothing) {
+  const bool read_back = extra == besides::read_back;
   std::vector<aclrtEvent> ev(2 * pairs, nullptr);
   for (aclrtEvent& e : ev) aclrtCreateEventWithFlag(&e, ACL_EVENT_TIME_LINE);
   std::atomic<std::uint64_t> recorded{0};
@@ -382,8 +398,17 @@ void bare_records(benchmark::State& state, std::size_t pairs, bool read_back = f
   std::int64_t i = 0;
   for (auto _ : state) {
     const std::size_t k = static_cast<std::size_t>(i) % pairs * 2;
-    aclrtRecordEvent(ev[k], g_stream);
-    aclrtRecordEvent(ev[k + 1], g_stream);
+    if (extra == besides::clock_reads) {
+      const std::uint64_t begin = npuprof::raw_ticks();
+      aclrtRecordEvent(ev[k], g_stream);
+      aclrtRecordEvent(ev[k + 1], g_stream);
+      const std::uint64_t end = npuprof::raw_ticks();
+      benchmark::DoNotOptimize(begin);
+      benchmark::DoNotOptimize(end);
+    } else {
+      aclrtRecordEvent(ev[k], g_stream);
+      aclrtRecordEvent(ev[k + 1], g_stream);
+    }
     if (read_back) recorded.store(static_cast<std::uint64_t>(i + 1) * 2, std::memory_order_release);
     let_device_catch_up(state, i++);
   }
@@ -402,10 +427,35 @@ void device_two_bare_records(benchmark::State& state) { bare_records(state, 1); 
 void device_two_bare_records_rotating(benchmark::State& state) { bare_records(state, 1024); }
 
 // As the rotating row, with the events' times read back by a second thread.
-void device_two_bare_records_timed(benchmark::State& state) { bare_records(state, 1024, true); }
+void device_two_bare_records_timed(benchmark::State& state) { bare_records(state, 1024, besides::read_back); }
+
+// As the rotating row, between two reads of the host clock.
+void device_two_records_clock_reads(benchmark::State& state) { bare_records(state, 1024, besides::clock_reads); }
+
+const npuprof::registered_string<bench_domain>& device_range_name() {
+  static const npuprof::registered_string<bench_domain> name{"device range"};
+  return name;
+}
+
+// As the host rows: the same number of ranges recorded once and thrown away
+// first, so that the buffers are paged in, as in a long-running program.
+void warm_device_range() {
+  for (std::int64_t i = 0; i < kDeviceIterations; ++i) {
+    { npuprof::scoped_range<bench_domain> r{device_range_name(), g_stream}; }
+    if ((i & 255) == 255) device_catch_up();
+  }
+  aclrtSynchronizeStream(g_stream);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let the drainer and resolver catch up
+  g_session->clear();
+}
+
+void start_device_warm(const benchmark::State&) {
+  start_device_session();
+  warm_device_range();
+}
 
 void device_stream_range(benchmark::State& state) {
-  static const npuprof::registered_string<bench_domain> name{"device range"};
+  const auto& name = device_range_name();
   std::int64_t i = 0;
   for (auto _ : state) {
     {
@@ -451,7 +501,8 @@ BENCHMARK(lttng_range_active)->Setup(start_lttng)->Iterations(kLttngIterations)-
 NPUPROF_DEVICE_BENCH(device_two_bare_records);
 NPUPROF_DEVICE_BENCH(device_two_bare_records_rotating);
 NPUPROF_DEVICE_BENCH(device_two_bare_records_timed);
-NPUPROF_DEVICE_BENCH(device_stream_range);
+NPUPROF_DEVICE_BENCH(device_two_records_clock_reads);
+BENCHMARK(device_stream_range)->Setup(start_device_warm)->Iterations(kDeviceIterations)->Repetitions(5)->ReportAggregatesOnly(true);
 
 namespace {
 
@@ -473,6 +524,67 @@ class collecting_reporter : public benchmark::ConsoleReporter {
 };
 
 }  // namespace
+
+// Device, interleaved: the stream-tied range and two bare records on 2048
+// events in turn, measured batch by batch one after the other (in turns, so
+// that neither always goes first). On a shared machine the cost of moving an
+// event's line between cores changes by up to 2x from one minute to the next,
+// which moves rows measured seconds apart more than the difference between
+// them; two batches a few microseconds apart meet the same machine. Reports
+// the median batch of each and the median of the batches' ratios.
+void device_interleaved_rows() {
+  constexpr int batches = 1000;
+  constexpr int per_batch = 256;
+  start_device_session();
+  warm_device_range();
+  std::vector<aclrtEvent> ev(2048, nullptr);  // as many as the range's pool holds
+  for (aclrtEvent& e : ev) aclrtCreateEventWithFlag(&e, ACL_EVENT_TIME_LINE);
+  const auto& name = device_range_name();
+  std::size_t k = 0;
+  auto records = [&] {
+    for (int i = 0; i < per_batch; ++i, k = (k + 2) % ev.size()) {
+      aclrtRecordEvent(ev[k], g_stream);
+      aclrtRecordEvent(ev[k + 1], g_stream);
+    }
+  };
+  auto ranges = [&] {
+    for (int i = 0; i < per_batch; ++i) {
+      npuprof::scoped_range<bench_domain> r{name, g_stream};
+      benchmark::ClobberMemory();
+    }
+  };
+  auto ns_per_op = [](auto&& body) {
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / per_batch;
+  };
+  std::vector<double> record_ns, range_ns, ratio;
+  for (int b = 0; b < batches; ++b) {
+    double rec = 0, rng = 0;
+    if (b % 2 == 0) {
+      rec = ns_per_op(records);
+      rng = ns_per_op(ranges);
+    } else {
+      rng = ns_per_op(ranges);
+      rec = ns_per_op(records);
+    }
+    record_ns.push_back(rec);
+    range_ns.push_back(rng);
+    ratio.push_back(rng / rec);
+    device_catch_up();
+  }
+  aclrtSynchronizeStream(g_stream);
+  for (aclrtEvent e : ev) aclrtDestroyEvent(e);
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  const double rec = median(record_ns);
+  std::printf("%-40s %9.2f %9.2f  %s\n", "device, interleaved: 2 bare records", rec, 1.0,
+              "2048 events in turn; median of 1000 batches");
+  std::printf("%-40s %9.2f %9.2f  %s\n", "device, interleaved: stream-tied range", median(range_ns), median(ratio),
+              "<= 1.2x (median of the batches' ratios)");
+}
 
 // Export: how fast a stopped session writes trace_view.json, and how many
 // buffer bytes each recorded range took. The first export of a process also
@@ -584,6 +696,10 @@ int main(int argc, char** argv) {
   row_key("device: 2 bare records, times read back", "device_two_bare_records_timed",
           get("device_two_bare_records"), "by a second thread, as timing needs");
   row_key("device: stream-tied range (x timed)", "device_stream_range", get("device_two_bare_records_timed"), "");
+  row_key("device: 2 records + 2 clock reads", "device_two_records_clock_reads", get("device_two_bare_records"),
+          "what a stream-tied range cannot avoid");
+  row_key("device: stream-tied range (x that floor)", "device_stream_range", get("device_two_records_clock_reads"), "");
+  device_interleaved_rows();
   export_rows();
   if (g_session != nullptr && g_session->running()) g_session->cancel();
   return 0;

@@ -166,13 +166,14 @@ class acl_backend final : public device_recorder {
   // The ready pool this thread recorded on last: a thread usually records
   // on one stream many times in a row, and a ready pool stays ready and in
   // place for the life of the process, so the table is searched only when
-  // the stream changes.
+  // the stream changes. initial-exec, as the thread's buffer: one load also
+  // inside shared objects.
   struct last_pool {
     const acl_backend* backend;
     void* stream;
     event_pool* pool;
   };
-  static inline thread_local last_pool t_last_pool{};
+  __attribute__((tls_model("initial-exec"))) static inline thread_local last_pool t_last_pool{};
 
   NPUPROF_COLD event_pool* ready_pool(void* stream) noexcept {
     event_pool* p = pools_.find_or_claim(stream);

@@ -84,9 +84,12 @@ TEST_CASE("nested scoped ranges nest in the trace and their durations are right"
   });
   CHECK(test::check_nesting(t) == 7);
   // Durations come from the raw counter, the spins from steady_clock: allow
-  // two counter ticks (cntvct_el0 ticks every 10-40 ns on aarch64) and 50 ppm
-  // of calibration over the 1 ms compared.
-  const auto slack = static_cast<std::int64_t>(2 * t.meta["clock"]["ns_per_tick"].get<double>()) + 50;
+  // two counter ticks (cntvct_el0 ticks every 10-40 ns on aarch64) and the
+  // calibration's error: 50 ppm on hardware, but up to 1.3% under qemu-user,
+  // whose emulated counter is calibrated over a short run (measured: 987 us
+  // for 1 ms spins); 2% of the time compared.
+  const auto two_ticks = static_cast<std::int64_t>(2 * t.meta["clock"]["ns_per_tick"].get<double>());
+  auto at_least = [&](std::int64_t ns) { return ns - two_ticks - ns / 50; };
   const auto outer = t.named("outer", "X").at(0);
   const auto inner = t.named("inner", "X");
   REQUIRE(inner.size() == 3);
@@ -97,10 +100,10 @@ TEST_CASE("nested scoped ranges nest in the trace and their durations are right"
     CHECK(test::to_ns(mid["ts"]) >= test::to_ns(outer["ts"]));
     CHECK(test::to_ns(in["ts"]) >= test::to_ns(mid["ts"]));
     CHECK(test::to_ns(in["ts"]) + test::to_ns(in["dur"]) <= test::to_ns(mid["ts"]) + test::to_ns(mid["dur"]));
-    CHECK(test::to_ns(in["dur"]) >= 1'000'000 - slack);
+    CHECK(test::to_ns(in["dur"]) >= at_least(1'000'000));
     CHECK(test::to_ns(in["dur"]) < 50'000'000);
   }
-  CHECK(test::to_ns(outer["dur"]) >= 3'200'000 - slack);
+  CHECK(test::to_ns(outer["dur"]) >= at_least(3'200'000));
 }
 
 TEST_CASE("range_start and range_end match by id, also across threads") {

@@ -142,7 +142,8 @@ inline bool write_complete_on_stream(std::uint64_t first, std::uint64_t tag, str
                                      std::uint64_t begin_device) noexcept {
   device_seqs dev;
   dev.seq[0] = begin_device == no_device_backend ? no_device_event : begin_device;
-  if (device_recorder* r = state().device.load(std::memory_order_acquire)) {
+  process_state& st = state();
+  if (device_recorder* r = st.device.load(std::memory_order_acquire)) {
     dev.seq[1] = r->record(stream);
     dev.count = 2;
   } else if (begin_device != no_device_backend) {
@@ -160,7 +161,7 @@ inline bool write_complete_on_stream(std::uint64_t first, std::uint64_t tag, str
   if (NPUPROF_UNLIKELY(p == nullptr)) return false;
   // The drainer read the buffer's recycled lines on another core; fetch the
   // next few ranges' line now, as the event pool does for its own lines.
-  if (state().can_prefetch) prefetch_for_write(p + 32);
+  if (st.can_prefetch) prefetch_for_write(p + 32);
   p[0] = first;
   p[1] = tag | stream_bit | device_bit;
   p[2] = end;

@@ -167,8 +167,13 @@ void responder(request_queue& done, std::chrono::milliseconds slow) {
         // What a watchdog does: keep the minutes that led to the slow request.
         dumped = true;
         npuprof::mark<server>("slow request");
-        npuprof::dump("request " + std::to_string(r.id) + " took " +
-                      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(latency).count()) + " ms");
+        try {
+          npuprof::dump("request " + std::to_string(r.id) + " took " +
+                        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(latency).count()) + " ms");
+        } catch (const npuprof::error& e) {
+          // A full disk or a missing directory must not take the server down.
+          std::fprintf(stderr, "inference_server: %s\n", e.what());
+        }
       }
     }
   }

@@ -53,6 +53,7 @@ class session;
 namespace detail {
 inline void stop_active_session_for(const char* why);
 inline void after_fork_in_child() noexcept;
+class active_session;
 }
 
 /// Records markers between start() and stop(), then writes an output
@@ -79,19 +80,22 @@ class session {
   explicit session(config cfg = config::from_env()) : cfg_(std::move(cfg)) { cfg_.validate(); }
 
   /// A session still running is stopped and written (a flight recorder
-  /// with dump_at_exit false only stops).
+  /// with dump_at_exit false only stops). Waits for dumps that other threads
+  /// began through npuprof::dump() to return.
   ~session() {
-    if (!running()) return;
-    try {
-      if (cfg_.flight.enabled && !cfg_.flight.dump_at_exit) {
-        cancel();
-        return;
+    if (running()) {
+      try {
+        if (cfg_.flight.enabled && !cfg_.flight.dump_at_exit) {
+          cancel();
+        } else {
+          stop_reason_ = "session destroyed";
+          stop();
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s\n", e.what());
       }
-      stop_reason_ = "session destroyed";
-      stop();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
     }
+    while (users_.load(std::memory_order_acquire) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
   session(const session&) = delete;
@@ -148,6 +152,7 @@ class session {
  private:
   friend void detail::stop_active_session_for(const char* why);
   friend void detail::after_fork_in_child() noexcept;
+  friend class detail::active_session;
   void abandon_in_child() noexcept;
   void refuse_in_fork_child(const char* what) const {
     if (parents_copy_) {
@@ -195,8 +200,15 @@ class session {
   long cycle_ = 0;
   step_action action_ = step_action::record;
   // Serialises dumps with everything that recycles segments. Taken before
-  // state().control; the drainer only ever tries it.
-  std::mutex dump_mutex_;
+  // state().control; the drainer only ever tries it. Recursive: an error
+  // thrown out of dump() that nobody catches ends in std::terminate without
+  // unwinding, so the lock is still held when the terminate handler stops
+  // the session on the same thread.
+  std::recursive_mutex dump_mutex_;
+  // Callers that found this session through state().active (the free dump(),
+  // the exit and terminate handlers) and still use it; the destructor waits
+  // for them. Taken under state().control.
+  std::atomic<int> users_{0};
   std::thread dumper_;  // a dump asked for by signal (guarded by control)
   std::atomic<bool> dumper_busy_{false};
   bool stopping_ = false;  // guarded by control
@@ -222,10 +234,33 @@ inline std::filesystem::path dump(const std::string& reason = "requested");
 
 namespace detail {
 
+/// The running session, if any, kept alive while this object lives: for
+/// callers that find it through state().active on any thread, while its
+/// owner may stop and destroy it (the destructor waits for them).
+class active_session {
+ public:
+  active_session() {
+    std::lock_guard<std::recursive_mutex> lock(state().control);
+    session_ = state().active.load(std::memory_order_acquire);
+    if (session_ != nullptr) session_->users_.fetch_add(1, std::memory_order_relaxed);
+  }
+  ~active_session() {
+    if (session_ != nullptr) session_->users_.fetch_sub(1, std::memory_order_release);
+  }
+  active_session(const active_session&) = delete;
+  active_session& operator=(const active_session&) = delete;
+
+  session* get() const noexcept { return session_; }
+
+ private:
+  session* session_;
+};
+
 // Stops and writes the running session, if any; `why` says when ("exit",
 // "terminate").
 inline void stop_active_session_for(const char* why) {
-  session* s = state().active.load(std::memory_order_acquire);
+  const active_session active;
+  session* s = active.get();
   if (s == nullptr || !s->running()) return;
   try {
     const flight_recorder& flight = s->configuration().flight;
@@ -435,7 +470,7 @@ inline void session::drop_oldest_segment() {
 // and the window keeps half the memory cap at most, so that recording
 // threads always find free chunks.
 inline void session::trim_window() {
-  std::unique_lock<std::mutex> dumping(dump_mutex_, std::try_to_lock);
+  std::unique_lock<std::recursive_mutex> dumping(dump_mutex_, std::try_to_lock);
   if (!dumping.owns_lock()) return;  // a dump reads them: trim next time
   const std::int64_t now = steady_ns();
   const auto oldest = now - static_cast<std::int64_t>(cfg_.flight.window_s * 1e9);
@@ -483,7 +518,7 @@ inline void session::abandon_in_child() noexcept {
 inline std::filesystem::path session::stop() {
   refuse_in_fork_child("stop");
   retire_dumper();
-  std::lock_guard<std::mutex> dumping(dump_mutex_);
+  std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
   halt();
   bool write = true;
   {
@@ -508,7 +543,7 @@ inline std::filesystem::path session::stop() {
 inline void session::cancel() {
   refuse_in_fork_child("cancel");
   retire_dumper();
-  std::lock_guard<std::mutex> dumping(dump_mutex_);
+  std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
   halt();
   std::lock_guard<std::recursive_mutex> lock(detail::state().control);
   device_times_ = detail::device_times();
@@ -519,7 +554,7 @@ inline void session::cancel() {
 
 inline void session::clear() {
   refuse_in_fork_child("clear");
-  std::lock_guard<std::mutex> dumping(dump_mutex_);
+  std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
   std::lock_guard<std::recursive_mutex> lock(detail::state().control);
   drain_full_chunks();
   recycle_segments();
@@ -530,7 +565,7 @@ inline void session::step() {
   refuse_in_fork_child("step");
   std::shared_ptr<trace_data> cycle;
   {
-    std::lock_guard<std::mutex> dumping(dump_mutex_);
+    std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
     detail::process_state& st = detail::state();
     std::lock_guard<std::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: step(): the session is not running");
@@ -567,7 +602,7 @@ inline void session::step() {
 
 inline std::filesystem::path session::dump(const std::string& reason) {
   refuse_in_fork_child("dump");
-  std::lock_guard<std::mutex> dumping(dump_mutex_);
+  std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
   detail::process_state& st = detail::state();
   segments taken;
   std::deque<std::vector<std::uint64_t>> live;  // stable addresses for the segments
@@ -614,9 +649,9 @@ inline std::filesystem::path session::dump(const std::string& reason) {
 }
 
 inline std::filesystem::path dump(const std::string& reason) {
-  session* s = detail::state().active.load(std::memory_order_acquire);
-  if (s == nullptr) throw error("npuprof: cannot dump: no session is running");
-  return s->dump(reason);
+  const detail::active_session active;
+  if (active.get() == nullptr) throw error("npuprof: cannot dump: no session is running");
+  return active.get()->dump(reason);
 }
 
 inline std::filesystem::path session::write_to(const std::string& parent) {
@@ -653,14 +688,28 @@ inline std::filesystem::path session::deliver(const trace_data& d) {
 }
 
 inline void session::drain_loop() {
+  using clock = std::chrono::steady_clock;
   name_thread("npuprof");
   std::optional<detail::host_sys_sampler> host;
   if (!cfg_.host_sys.empty()) host.emplace(cfg_.host_sys, std::int64_t{cfg_.host_sys_interval_ms} * 1'000'000);
+  const auto period = std::chrono::milliseconds(std::min(cfg_.flush_interval_ms, host ? cfg_.host_sys_interval_ms : ~0u));
+  // Between two flushes the ready reserve is checked every millisecond (two
+  // relaxed loads): a burst that empties it is refilled before threads run
+  // out, without recording threads ever waking this one.
+  const auto reserve_check = std::chrono::milliseconds(1);
+  detail::chunk_pool& pool = detail::state().pool;
+  auto next_flush = clock::now() + period;
   std::unique_lock<std::mutex> lock(wake_mutex_);
   while (!stop_requested_) {
-    wake_.wait_for(lock, std::chrono::milliseconds(std::min(cfg_.flush_interval_ms, host ? cfg_.host_sys_interval_ms : ~0u)));
+    wake_.wait_for(lock, std::min<clock::duration>(reserve_check, next_flush - clock::now()));
     if (stop_requested_) break;
     lock.unlock();
+    if (clock::now() < next_flush) {
+      if (pool.low()) pool.top_up();
+      lock.lock();
+      continue;
+    }
+    next_flush = clock::now() + period;
     if (host) {
       host->poll(steady_ns());
       std::lock_guard<std::mutex> note(host_sys_mutex_);
@@ -669,7 +718,7 @@ inline void session::drain_loop() {
     {
       std::lock_guard<std::recursive_mutex> control(detail::state().control);
       drain_full_chunks();
-      detail::state().pool.top_up();
+      pool.top_up();
       if (device_ != nullptr) device_->resolve();
       if (cfg_.flight.enabled) {
         trim_window();
@@ -749,6 +798,7 @@ inline void session::discard_stale_records() {
   st.stats.truncated_messages.exchange(0);
   st.stats.null_messages.exchange(0);
   st.stats.unregistered_drops.exchange(0);
+  st.stats.dropped_range_ends.exchange(0);
 }
 
 // Decodes `from_segments` into trace_data. `take_counts` resets the drop
@@ -784,17 +834,21 @@ inline std::shared_ptr<trace_data> session::collect(const segments& from_segment
   // Only records from before the session are stale. Every record taken here
   // belongs to this data, even one stamped just before `from` and published
   // after the previous cycle was cut.
-  detail::decoder dec(*d, start_point_.ticks, device);
-  for (const detail::segment& s : from_segments) dec.add(s);
-  dec.finish(end.ticks);
-
   auto count = [&](std::atomic<std::uint64_t>& c) { return take_counts ? c.exchange(0) : c.load(); };
+  d->counts.dropped_range_ends = count(st.stats.dropped_range_ends);
+  detail::decoder dec(*d, start_point_.ticks, device);
+  dec.begins_may_be_gone(cfg_.flight.enabled);
+  for (const detail::segment& s : from_segments) dec.add(s);
+  dec.finish(end.ticks, d->counts.dropped_range_ends != 0);
+
+  d->counts.open_registered_ranges = st.threads.open_registered_ranges();
   d->counts.dropped_by_thread = take_counts ? st.threads.take_drops() : st.threads.peek_drops_by_thread();
   for (auto& [tid, n] : d->counts.dropped_by_thread) d->counts.dropped += n;
   d->counts.dropped += count(st.stats.unregistered_drops);
   d->counts.truncated_messages = count(st.stats.truncated_messages);
   d->counts.null_messages = count(st.stats.null_messages);
   d->counts.rejected_domain_names = st.stats.rejected_domain_names.load();
+  d->counts.domains_over_limit = st.domains.over_limit_count();
   return d;
 }
 
@@ -804,6 +858,11 @@ inline void session::finish_data(trace_data& d, std::int64_t end_ns) {
   if (cfg_.flight.enabled) {
     const std::int64_t from = std::max(d.start_ns, end_ns - static_cast<std::int64_t>(cfg_.flight.window_s * 1e9));
     d.counts.outside_window = detail::keep_window(d, from);
+    for (trace_event& e : d.events) {
+      if (!e.began_before_window || e.ts >= from) continue;
+      e.dur -= from - e.ts;  // drawn from the start of the window
+      e.ts = from;
+    }
     d.wall_start_ns += from - d.start_ns;  // the trace starts with its window
     d.start_ns = from;
     d.counts.evicted_bytes = evicted_bytes_;

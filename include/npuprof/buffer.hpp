@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -18,6 +19,25 @@
 #include "detail/thread_buffer.hpp"
 
 namespace npuprof::detail {
+
+/// Words at the end of every chunk that only range ends may use: a range
+/// whose begin was recorded finds room for its end even when no free chunk is
+/// left (32 host-only ends, or nested ranges as deep, per chunk).
+inline constexpr std::size_t end_reserve_words = 96;
+
+/// Where records other than ends stop in chunk `c`.
+inline std::uint64_t* limit_for_records(chunk* c) noexcept {
+  const auto words = static_cast<std::size_t>(c->limit - c->data());
+  return c->limit - std::min(end_reserve_words, words / 8);
+}
+
+/// Makes `c` the thread's current chunk.
+inline void install_chunk(thread_buffer* tb, chunk* c) noexcept {
+  c->reset(tb->tid);
+  tb->write = c->data();
+  tb->limit = limit_for_records(c);
+  tb->current.store(c, std::memory_order_release);
+}
 
 inline thread_buffer* register_this_thread() noexcept {
   process_state& s = state();
@@ -58,7 +78,9 @@ inline thread_buffer* this_thread_buffer() noexcept {
 
 /// Finds room for `words` words when the current chunk has none: hands the
 /// full chunk over and takes a free one, or drops the event and counts it.
-NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words) noexcept {
+/// A range end (`for_end`) that finds no free chunk goes into the room kept
+/// for ends at the end of the current chunk.
+NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words, bool for_end = false) noexcept {
   thread_buffer* tb = this_thread_buffer();
   process_state& s = state();
   if (tb == nullptr) {
@@ -66,20 +88,27 @@ NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words) noexcept {
     return nullptr;
   }
   if (tb->write != nullptr && static_cast<std::size_t>(tb->limit - tb->write) >= words) return tb->write;
-  if (chunk* full = tb->current.load(std::memory_order_relaxed)) {
-    tb->current.store(nullptr, std::memory_order_release);
-    s.pool.hand_full(full);
-    tb->write = tb->limit = nullptr;
+  chunk* full = tb->current.load(std::memory_order_relaxed);
+  if (for_end && full != nullptr && static_cast<std::size_t>(full->limit - tb->write) >= words) {
+    // From here on the chunk is full for every other record.
+    tb->limit = tb->write + words;
+    return tb->write;
   }
-  chunk* fresh = s.pool.take_free();
+  // A thread's first chunk is made for it when the reserve is empty, so
+  // that many threads starting at once (a burst of requests) drop nothing;
+  // a thread's first event may allocate, as registering it does.
+  chunk* fresh = full != nullptr ? s.pool.take_free() : s.pool.take_for_new_thread();
   if (fresh == nullptr) {
+    // The full chunk stays current, so that its room for ends stays usable.
     tb->dropped.fetch_add(1, std::memory_order_relaxed);
+    if (for_end) s.stats.bump(s.stats.dropped_range_ends);
     return nullptr;
   }
-  fresh->reset(tb->tid);
-  tb->write = fresh->data();
-  tb->limit = fresh->limit;
-  tb->current.store(fresh, std::memory_order_release);
+  if (full != nullptr) {
+    tb->current.store(nullptr, std::memory_order_release);
+    s.pool.hand_full(full);
+  }
+  install_chunk(tb, fresh);
   return tb->write;
 }
 
@@ -92,6 +121,17 @@ NPUPROF_ALWAYS_INLINE std::uint64_t* reserve(std::size_t words) noexcept {
     if (NPUPROF_LIKELY(static_cast<std::size_t>(tb->limit - p) >= words)) return p;
   }
   return reserve_slow(words);
+}
+
+/// Room for a range end: as reserve(), and when no chunk is free, the room
+/// kept for ends at the end of the current chunk.
+NPUPROF_ALWAYS_INLINE std::uint64_t* reserve_end(std::size_t words) noexcept {
+  thread_buffer* tb = t_buffer;
+  if (NPUPROF_LIKELY(tb != nullptr)) {
+    std::uint64_t* p = tb->write;
+    if (NPUPROF_LIKELY(static_cast<std::size_t>(tb->limit - p) >= words)) return p;
+  }
+  return reserve_slow(words, true);
 }
 
 /// Publishes everything written before `end` to the drainer.

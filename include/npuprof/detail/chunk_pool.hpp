@@ -1,6 +1,7 @@
 // Where chunks come from and go back to. Recording threads only pop free
-// chunks and push full ones (both lock-free, never allocating); the session's
-// drainer allocates, recycles and enforces the memory cap.
+// chunks and push full ones (both lock-free, never allocating), except for a
+// thread's first chunk, made when none is free; the session's drainer
+// allocates, recycles and enforces the memory cap.
 #pragma once
 
 #include <algorithm>
@@ -55,12 +56,13 @@ class chunk_pool {
     chunk_bytes_ = chunk_bytes;
     cap_bytes_ = cap_bytes;
     // Keep up to 4 MiB (a quarter of the cap at most) ready for threads to
-    // take between two drains.
+    // take between two checks of the drainer.
     const std::size_t cap_chunks = cap_bytes / chunk_bytes;
     reserve_ = std::clamp<std::size_t>(cap_chunks / 4, 2, std::max<std::size_t>(2, (4u << 20) / chunk_bytes));
-    // Bursts may grow it (see top_up), to 64 MiB at most: memory held ready
-    // is memory the program cannot use.
-    max_reserve_ = std::max<std::size_t>(reserve_, std::min<std::size_t>(cap_chunks / 2, (64u << 20) / chunk_bytes));
+    // Bursts grow it (see top_up), to a quarter of the cap at most: memory
+    // held ready is memory the program cannot use, and the rest of the cap
+    // is for the chunks threads write and the session holds.
+    max_reserve_ = std::max<std::size_t>(reserve_, cap_chunks / 4);
     // Free chunks of another size or above the new cap go now; chunks in use
     // go when they come back.
     const std::size_t n = free_count_.load(std::memory_order_relaxed);
@@ -69,24 +71,47 @@ class chunk_pool {
       if (c == nullptr) break;
       recycle_locked(c);
     }
+    ran_dry_.store(false, std::memory_order_relaxed);
+  }
+
+  /// Whether the reserve is below half of its size or ran dry since the last
+  /// top_up: two relaxed loads, for the drainer's frequent checks.
+  bool low() const noexcept {
+    return ran_dry_.load(std::memory_order_relaxed) ||
+           free_count_.load(std::memory_order_relaxed) < reserve_target_.load(std::memory_order_relaxed) / 2;
   }
 
   /// Allocates free chunks until the reserve is full or the cap is reached.
-  /// A reserve that ran dry since the last call is doubled: threads that
-  /// record fast get more room between two drains.
+  /// A reserve that ran dry, or that threads took more than half of, since
+  /// the last call is doubled: threads that record fast get more room between
+  /// two checks.
   void top_up() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (ran_dry_.exchange(false, std::memory_order_relaxed)) reserve_ = std::min(reserve_ * 2, max_reserve_);
-    while (free_count_.load(std::memory_order_relaxed) < reserve_ && current_bytes_locked() + chunk_bytes_ <= cap_bytes_) {
-      chunk* c = chunk::create(chunk_bytes_);
+    std::size_t reserve = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      const std::size_t left = free_count_.load(std::memory_order_relaxed);
+      if (ran_dry_.exchange(false, std::memory_order_relaxed) || left < reserve_ / 2) {
+        reserve_ = std::min(reserve_ * 2, max_reserve_);
+      }
+      reserve_target_.store(reserve_, std::memory_order_relaxed);
+      reserve = reserve_;
+    }
+    while (free_count_.load(std::memory_order_relaxed) < reserve) {
+      chunk* c = make();
       if (c == nullptr) return;
-      // Touch every page here, so that recording threads never take the
-      // page faults of fresh memory.
-      std::memset(c->data(), 0, static_cast<std::size_t>(c->limit - c->data()) * sizeof(std::uint64_t));
-      ++allocated_;
-      ++count_by_size_[chunk_bytes_];
-      reserve_nodes_locked();
       give_free(c);
+    }
+  }
+
+  /// A chunk for a thread recording its first event: a free one, else a new
+  /// one while the cap allows. Registering a thread may allocate (it does
+  /// already); recording afterwards never does.
+  chunk* take_for_new_thread() noexcept {
+    if (chunk* c = take_free()) return c;
+    try {
+      return make();
+    } catch (...) {
+      return nullptr;  // out of memory: the event is dropped and counted
     }
   }
 
@@ -104,6 +129,31 @@ class chunk_pool {
   }
 
  private:
+  // A new chunk of the configured size, its pages touched, so that
+  // recording threads never take the page faults of fresh memory; null at
+  // the cap. Counted under the lock, allocated and touched outside it, so
+  // that threads taking their first chunk do not wait behind a top-up.
+  chunk* make() {
+    std::size_t bytes = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (current_bytes_locked() + chunk_bytes_ > cap_bytes_) return nullptr;
+      bytes = chunk_bytes_;
+      ++allocated_;
+      ++count_by_size_[bytes];
+      reserve_nodes_locked();
+    }
+    chunk* c = chunk::create(bytes);
+    if (c == nullptr) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      --allocated_;
+      --count_by_size_[bytes];
+      return nullptr;
+    }
+    std::memset(c->data(), 0, static_cast<std::size_t>(c->limit - c->data()) * sizeof(std::uint64_t));
+    return c;
+  }
+
   void give_free(chunk* c) {
     c->reset(0);
     free_.bounded_push(c);
@@ -147,6 +197,7 @@ class chunk_pool {
   std::size_t chunk_bytes_ = 64 * 1024;
   std::size_t cap_bytes_ = 0;
   std::size_t reserve_ = 2;
+  std::atomic<std::size_t> reserve_target_{2};  // reserve_, for low() without the lock
   std::size_t max_reserve_ = 2;
   std::size_t allocated_ = 0;  // chunks in existence, wherever they are
   std::map<std::size_t, std::size_t> count_by_size_;

@@ -61,7 +61,7 @@ NPUPROF_ALWAYS_INLINE bool write2(std::uint64_t ts, std::uint64_t tag) noexcept 
 /// Any record: `fixed` words from `head` (head[0] is the timestamp, head[1]
 /// the tag), then the stream word and device words, then `len` copied bytes.
 inline bool write_general(std::uint64_t* head, std::size_t fixed, stream_t stream, const device_seqs& dev,
-                          const char* bytes, std::size_t len) noexcept {
+                          const char* bytes, std::size_t len, bool is_end = false) noexcept {
   std::size_t extra = 0;
   if (stream != nullptr) {
     head[1] |= stream_bit;
@@ -72,7 +72,7 @@ inline bool write_general(std::uint64_t* head, std::size_t fixed, stream_t strea
     }
   }
   const std::size_t n = fixed + extra + words_for_bytes(len);
-  std::uint64_t* p = reserve(n);
+  std::uint64_t* p = is_end ? reserve_end(n) : reserve(n);
   if (NPUPROF_UNLIKELY(p == nullptr)) return false;
   std::memcpy(p, head, fixed * sizeof(std::uint64_t));
   if (extra != 0) {
@@ -119,11 +119,23 @@ inline bool write_begin(std::uint32_t index, const message& m, std::uint64_t id,
 /// The end of an id-matched range; the begin carries the domain. On a
 /// stream, the device event comes before the host timestamp, so that the host
 /// range encloses the device one's recording.
+/// Ends use the room chunks keep for them (reserve_end), so that a range
+/// whose begin was recorded does not lose its end to a full buffer.
 inline bool write_end(std::uint64_t id, stream_t stream) noexcept {
-  if (stream == nullptr) return write3(raw_ticks(), make_tag(kind::end, 0, 0), id);
+  const std::uint64_t tag = make_tag(kind::end, 0, 0);
+  if (stream == nullptr) {
+    const std::uint64_t ts = raw_ticks();
+    std::uint64_t* p = reserve_end(3);
+    if (NPUPROF_UNLIKELY(p == nullptr)) return false;
+    p[0] = ts;
+    p[1] = tag;
+    p[2] = id;
+    commit(p + 3);
+    return true;
+  }
   const device_seqs dev = record_device_event(stream);
-  std::uint64_t head[3] = {raw_ticks(), make_tag(kind::end, 0, 0), id};
-  return write_general(head, 3, stream, dev, nullptr, 0);
+  std::uint64_t head[3] = {raw_ticks(), tag, id};
+  return write_general(head, 3, stream, dev, nullptr, 0, true);
 }
 
 /// What begin_device_event gives when no device backend runs.

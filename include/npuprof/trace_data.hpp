@@ -21,6 +21,7 @@ struct trace_event {
   bool incomplete = false;     // a range still open when the trace was written
   bool value_is_double = false;
   bool id_matched = false;     // begun with an id (range_start, unique_range, copied scoped range)
+  bool began_before_window = false;  // a flight recorder's range whose begin was let go
   std::uint16_t domain = 0;    // index into trace_data::domains
   std::uint32_t name = 0;      // index into trace_data::strings
   std::uint32_t tid = 0;       // thread that began it
@@ -52,8 +53,14 @@ struct trace_counts {
   std::unordered_map<std::uint32_t, std::uint64_t> dropped_by_thread;
   std::uint64_t truncated_messages = 0;
   std::uint64_t null_messages = 0;
-  std::uint64_t unmatched_range_ends = 0;             // unknown or repeated range id
+  std::uint64_t unmatched_range_ends = 0;             // unknown range id
+  std::uint64_t repeated_range_ends = 0;              // a range ended again (the first end in time counts)
   std::uint64_t open_ranges = 0;                      // still open at the end (exported as incomplete)
+  std::uint64_t ranges_without_end = 0;               // no end, and ends were dropped: drawn with no duration
+  std::uint64_t dropped_range_ends = 0;               // ends that found no room in a full buffer
+  std::uint64_t began_before_window = 0;              // flight recorder: ends whose begins were let go
+  std::uint64_t open_registered_ranges = 0;           // registered scoped ranges still open (nothing recorded yet)
+  std::uint64_t domains_over_limit = 0;               // domains recorded under "(domains over the limit)"
   std::uint64_t corrupt_records = 0;
   std::uint64_t rejected_domain_names = 0;            // invalid names given to mstxDomainCreateA
   std::uint64_t buffer_bytes = 0;                     // bytes the records took in the buffers

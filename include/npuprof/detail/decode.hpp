@@ -2,6 +2,7 @@
 // record, resolves strings, and pairs range begins with their ends by id.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -51,31 +52,55 @@ class decoder {
     }
   }
 
-  /// Pairs ends with begins; ranges left open end at `end_ticks`.
-  void finish(std::uint64_t end_ticks) {
-    for (const pending_end& e : ends_) {
+  /// A flight recorder lets old records go: an end whose begin is gone
+  /// began before the window, and is drawn from the start of the data.
+  void begins_may_be_gone(bool gone) noexcept { begins_may_be_gone_ = gone; }
+
+  /// Pairs ends with begins; ranges left open end at `end_ticks`. When ends
+  /// were dropped (`ends_dropped`), a range without an end may have lost it:
+  /// it is not drawn as if it lasted to the end.
+  void finish(std::uint64_t end_ticks, bool ends_dropped = false) {
+    // The first end in time of each id wins: ends of one range may come from
+    // several threads, and buffers are read thread by thread.
+    for (std::size_t i = 0; i < ends_.size(); ++i) {
+      const pending_end& e = ends_[i];
       auto it = open_.find(e.id);
       if (it == open_.end()) {
-        ++out_.counts.unmatched_range_ends;
+        orphan_end(e);
         continue;
       }
-      trace_event& ev = out_.events[it->second];
+      std::size_t& first = it->second.end;
+      if (first != no_end) {
+        ++out_.counts.repeated_range_ends;
+        if (ends_[first].ticks <= e.ticks) continue;
+      }
+      first = i;
+    }
+    for (std::size_t i = 0; i < ends_.size(); ++i) {
+      const pending_end& e = ends_[i];
+      auto it = open_.find(e.id);
+      if (it == open_.end() || it->second.end != i) continue;
+      trace_event& ev = out_.events[it->second.event];
       ev.dur = out_.clock.to_ns(e.ticks) - ev.ts;
       if (ev.dur < 0) ev.dur = 0;
       ev.end_tid = e.tid;
       auto dev = open_device_.find(e.id);
       if (dev != open_device_.end()) {
-        add_device_slice(it->second, dev->second.stream, dev->second.seq, e.stream, e.device_seq);
-        open_device_.erase(dev);
+        add_device_slice(it->second.event, dev->second.stream, dev->second.seq, e.stream, e.device_seq);
       }
-      open_.erase(it);
     }
-    for (auto& [id, index] : open_) {
-      trace_event& ev = out_.events[index];
+    for (auto& [id, range] : open_) {
+      if (range.end != no_end) continue;
+      trace_event& ev = out_.events[range.event];
       ev.incomplete = true;
-      ev.dur = out_.clock.to_ns(end_ticks) - ev.ts;
-      if (ev.dur < 0) ev.dur = 0;
-      ++out_.counts.open_ranges;
+      if (ends_dropped) {
+        ev.dur = 0;  // its end may be among the dropped: how long it lasted is unknown
+        ++out_.counts.ranges_without_end;
+      } else {
+        ev.dur = out_.clock.to_ns(end_ticks) - ev.ts;
+        if (ev.dur < 0) ev.dur = 0;
+        ++out_.counts.open_ranges;
+      }
     }
     open_.clear();
     open_device_.clear();
@@ -90,6 +115,33 @@ class decoder {
     std::uint64_t stream;
     std::uint64_t device_seq;
   };
+
+  static constexpr std::size_t no_end = ~std::size_t{0};
+
+  /// A begun range: its event, and the index of its first end in ends_.
+  struct open_range {
+    std::size_t event;
+    std::size_t end = no_end;
+  };
+
+  /// An end whose begin is not in the data: a caller's unknown id, or, in a
+  /// flight recorder, a range that began before what was kept.
+  void orphan_end(const pending_end& e) {
+    const bool issued_id = (e.id >> 40) != 0;  // range ids carry their thread buffer's number up there
+    if (!begins_may_be_gone_ || !issued_id) {
+      ++out_.counts.unmatched_range_ends;
+      return;
+    }
+    ++out_.counts.began_before_window;
+    trace_event& ev = out_.events.emplace_back();
+    ev.what = trace_event::type::slice;
+    ev.began_before_window = true;
+    ev.id_matched = true;
+    ev.name = intern("(began before the window)");
+    ev.tid = ev.end_tid = e.tid;
+    ev.ts = std::min(out_.start_ns, out_.clock.to_ns(e.ticks));
+    ev.dur = out_.clock.to_ns(e.ticks) - ev.ts;
+  }
 
   struct device_ref {
     std::uint64_t stream;
@@ -182,7 +234,7 @@ class decoder {
         trace_event& e = push(trace_event::type::slice, p, tid);
         e.name = k == kind::begin_ref ? registered(payload) : copied(bytes, payload);
         e.id_matched = true;
-        open_[p[2]] = out_.events.size() - 1;
+        open_[p[2]] = {out_.events.size() - 1};
         if (device) open_device_[p[2]] = {stream, p[fixed + 1]};
         break;
       }
@@ -218,10 +270,11 @@ class decoder {
   std::uint64_t start_ticks_;
   std::unordered_map<std::string, std::uint32_t> string_index_;
   std::unordered_map<std::uint64_t, std::uint32_t> registered_index_;
-  std::unordered_map<std::uint64_t, std::size_t> open_;
+  std::unordered_map<std::uint64_t, open_range> open_;
   std::unordered_map<std::uint64_t, device_ref> open_device_;  // range id → device event of its begin
   const device_times* device_;
   std::vector<pending_end> ends_;
+  bool begins_may_be_gone_ = false;
 };
 
 }  // namespace npuprof::detail

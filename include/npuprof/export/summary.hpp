@@ -60,7 +60,7 @@ inline std::string render_summary(const trace_data& d) {
     last->push_back(dur);
   };
   for (const trace_event& e : d.events) {
-    if (e.what == trace_event::type::slice && !e.incomplete) add({host_side, e.domain, e.name}, e.dur);
+    if (e.what == trace_event::type::slice && !e.incomplete && !e.began_before_window) add({host_side, e.domain, e.name}, e.dur);
   }
   for (const device_event& e : d.device_events) {
     if (e.instant) continue;

@@ -349,6 +349,7 @@ class trace_view_writer {
     if (e.stream != 0) fmt::format_to(it, R"(,"stream":"{:#x}")", e.stream);
     if (e.what == trace_event::type::slice && e.end_tid != e.tid) fmt::format_to(it, R"(,"end_tid":{})", e.end_tid);
     if (e.incomplete) out.append(std::string_view(R"(,"incomplete":true)"));
+    if (e.began_before_window) out.append(std::string_view(R"(,"began_before_window":true)"));
     out.append(std::string_view("}}"));
   }
 

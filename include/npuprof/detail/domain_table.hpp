@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "forward_hook.hpp"
@@ -48,30 +49,44 @@ struct domain_filter {
 
 class domain_table {
  public:
-  domain_table() { names_.emplace_back("default"); }
+  /// Index of the domain that collects the markers of every domain past the
+  /// limit, under the name `over_limit_name`: recorded, not lost.
+  static constexpr std::uint32_t over_limit = max_domains - 1;
+  static constexpr const char* over_limit_name = "(domains over the limit)";
+
+  domain_table() {
+    names_.emplace_back("default");
+    index_.emplace(names_.back(), 0);
+  }
 
   /// Gives `h` its index and its current state. Called once per handle and
   /// module, from the first marker that uses it.
   void register_handle(domain_handle& h) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (h.state.load(std::memory_order_relaxed) != domain_handle::unregistered) return;
-    const std::uint32_t index = index_of_locked(h.name ? h.name : "");
-    handles_.push_back({&h, index});
-    h.state.store(state_for(index), std::memory_order_relaxed);
+    const char* name = h.name ? h.name : "";
+    const std::uint32_t index = index_of_locked(name);
+    handles_.push_back({&h, index, name});
+    h.state.store(state_for(index, name), std::memory_order_relaxed);
   }
 
   /// A handle owned by the table, for domains known only by name at run time.
   domain_handle& runtime_handle(std::string_view name) {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto& rt : runtime_) {
-      if (name == rt.name) return rt.handle;
-    }
+    if (auto it = runtime_index_.find(name); it != runtime_index_.end()) return it->second->handle;
     runtime_.emplace_back(std::string(name));
     auto& rt = runtime_.back();
+    runtime_index_.emplace(rt.name, &rt);
     const std::uint32_t index = index_of_locked(rt.name);
-    handles_.push_back({&rt.handle, index});
-    rt.handle.state.store(state_for(index), std::memory_order_relaxed);
+    handles_.push_back({&rt.handle, index, rt.name.c_str()});
+    rt.handle.state.store(state_for(index, rt.name), std::memory_order_relaxed);
     return rt.handle;
+  }
+
+  /// Distinct domain names past the limit, recorded under over_limit_name.
+  std::uint64_t over_limit_count() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return over_limit_names_;
   }
 
   /// Turns recording on or off for every domain, as a session starts or stops.
@@ -120,6 +135,7 @@ class domain_table {
   struct registered {
     domain_handle* handle;
     std::uint32_t index;
+    const char* name;  // the domain's own name, also past the limit (for the filter)
   };
   struct runtime_domain_entry {
     explicit runtime_domain_entry(std::string n) : name(std::move(n)), handle(nullptr) {
@@ -129,40 +145,42 @@ class domain_table {
     domain_handle handle;
   };
 
-  static constexpr std::uint32_t no_index = UINT32_MAX;
-
   std::uint32_t index_of_locked(std::string_view name) {
-    for (std::uint32_t i = 0; i < names_.size(); ++i) {
-      if (names_[i] == name) return i;
-    }
-    if (names_.size() >= max_domains) {
-      if (overflowed_.fetch_add(1, std::memory_order_relaxed) == 0) {
-        std::fprintf(stderr, "npuprof: warning: more than %u domains; domain '%.*s' and later ones "
-                             "are not recorded\n", max_domains, static_cast<int>(name.size()), name.data());
+    if (auto it = index_.find(name); it != index_.end()) return it->second;
+    if (names_.size() >= over_limit) {
+      if (over_limit_names_++ == 0) {
+        names_.resize(over_limit + 1);
+        names_[over_limit] = over_limit_name;
+        std::fprintf(stderr, "npuprof: warning: more than %u domains; domain '%.*s' and later ones are "
+                             "recorded as '%s' (counted as domains_over_limit)\n",
+                     over_limit - 1, static_cast<int>(name.size()), name.data(), over_limit_name);
       }
-      return no_index;
+      return over_limit;
     }
     names_.emplace_back(name);
+    index_.emplace(names_.back(), static_cast<std::uint32_t>(names_.size() - 1));
     return static_cast<std::uint32_t>(names_.size() - 1);
   }
 
-  std::uint16_t state_for(std::uint32_t index) const {
-    if (index == no_index || !recording_ || !filter_.accepts(names_[index])) return 0;
+  std::uint16_t state_for(std::uint32_t index, std::string_view name) const {
+    if (!recording_ || !filter_.accepts(name)) return 0;
     return static_cast<std::uint16_t>((index + 1) | (forwarding_ ? forward_bit : 0));
   }
 
   void refresh_locked() {
-    for (auto& r : handles_) r.handle->state.store(state_for(r.index), std::memory_order_relaxed);
+    for (auto& r : handles_) r.handle->state.store(state_for(r.index, r.name), std::memory_order_relaxed);
   }
 
   mutable std::mutex mutex_;
-  std::deque<std::string> names_;
+  std::deque<std::string> names_;  // by index; a deque never moves what it holds
+  std::unordered_map<std::string_view, std::uint32_t> index_;
   std::vector<registered> handles_;
   std::deque<runtime_domain_entry> runtime_;
+  std::unordered_map<std::string_view, runtime_domain_entry*> runtime_index_;
   domain_filter filter_;
   bool recording_ = false;
   bool forwarding_ = false;
-  std::atomic<std::uint64_t> overflowed_{0};
+  std::uint64_t over_limit_names_ = 0;
 };
 
 }  // namespace npuprof::detail

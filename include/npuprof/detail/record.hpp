@@ -5,8 +5,8 @@
 //   tag bits 63..60  kind
 //   tag bit  59      a stream word follows the fixed part
 //   tag bit  58      device words follow the stream word
-//   tag bits 57..48  domain index
-//   tag bits 47..0   payload: a registered string id, or a copied length
+//   tag bits 57..43  domain index
+//   tag bits 42..0   payload: a registered string id, or a copied length
 //
 // then kind-specific words, the optional stream word, the optional device
 // words (the sequence numbers of device events on that stream: two for a
@@ -38,12 +38,14 @@ inline constexpr std::uint64_t counter_is_double = 1;
 inline constexpr int kind_shift = 60;
 inline constexpr std::uint64_t stream_bit = std::uint64_t{1} << 59;
 inline constexpr std::uint64_t device_bit = std::uint64_t{1} << 58;
-inline constexpr int domain_shift = 48;
-inline constexpr std::uint64_t domain_mask = 0x3FF;
-inline constexpr std::uint64_t payload_mask = (std::uint64_t{1} << 48) - 1;
+inline constexpr int domain_shift = 43;
+inline constexpr std::uint64_t domain_mask = 0x7FFF;
+inline constexpr std::uint64_t payload_mask = (std::uint64_t{1} << domain_shift) - 1;
 
-/// Largest domain index a tag can hold; index 0 is the default domain.
-inline constexpr std::uint32_t max_domains = static_cast<std::uint32_t>(domain_mask) + 1;
+/// Domain indices a tag can hold (index + 1 is a domain's state, below
+/// forward_bit); index 0 is the default domain, and the last one collects
+/// the domains past the limit (see domain_table).
+inline constexpr std::uint32_t max_domains = static_cast<std::uint32_t>(domain_mask);
 
 /// Longest copied message, as mstx allows under MSPTI; longer ones are
 /// truncated and counted.

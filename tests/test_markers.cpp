@@ -163,7 +163,8 @@ TEST_CASE("unknown and repeated range ids are ignored and counted") {
     npuprof::range_start<kernels>("never ended");
   });
   CHECK(t.count("twice", "X") == 1);
-  CHECK(t.count_of("unmatched_range_ends") == 2);
+  CHECK(t.count_of("unmatched_range_ends") == 1);
+  CHECK(t.count_of("repeated_range_ends") == 1);
   CHECK(t.count_of("open_ranges") == 1);
   const auto open = t.named("never ended", "X").at(0);
   CHECK(open["args"]["incomplete"] == true);
@@ -246,4 +247,64 @@ TEST_CASE("a range that began before stop still ends; one begun before start is 
   CHECK(t1.named("spans two sessions").at(0)["args"]["incomplete"] == true);
   CHECK(t2.count("spans two sessions") == 0);
   CHECK(t2.count_of("unmatched_range_ends") == 1);
+}
+
+TEST_CASE("a range ended twice keeps its first end in time, wherever the ends were recorded") {
+  test::temp_dir dir;
+  auto t = test::record(test::config_in(dir), [&] {
+    npuprof::mark<kernels>("this thread records first");  // its buffer is read before the other thread's
+    const auto id = npuprof::range_start<kernels>("ended twice");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::thread([id] { npuprof::range_end<kernels>(id); }).join();  // the first end, on another thread
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    npuprof::range_end<kernels>(id);  // repeated, 100 ms later
+  });
+  const auto slice = t.named("ended twice", "X");
+  REQUIRE(slice.size() == 1);
+  const std::int64_t dur = test::to_ns(slice[0]["dur"]);
+  CHECK(dur >= 10'000'000);
+  CHECK(dur < 100'000'000);
+  CHECK(slice[0]["args"].contains("end_tid"));  // ended by the other thread
+  CHECK(t.count_of("repeated_range_ends") == 1);
+  CHECK(t.count_of("unmatched_range_ends") == 0);
+}
+
+TEST_CASE("domains past the limit are recorded under one domain and counted; registering is proportional") {
+  // In a child: the domain table is the process's, and later tests want room in it.
+  test::temp_dir dir;
+  constexpr int n = 70'000;
+  auto t = test::trace_of_child(dir, [&] {
+    npuprof::session s{test::config_in(dir)};
+    s.start();
+    for (int k = 0; k < n; k += 10'000) {
+      const auto begin = std::chrono::steady_clock::now();
+      for (int i = k; i < k + 10'000; ++i) npuprof::mark(npuprof::domain_by_name("d" + std::to_string(i)), "m");
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+      npuprof::counter("ms per 10000 domains", ms);
+    }
+    s.stop();
+  });
+  const std::uint64_t over = t.count_of("domains_over_limit");
+  CHECK(over > 0);
+  CHECK(over < static_cast<std::uint64_t>(n));
+  std::size_t in_own = 0, folded = 0;
+  for (const auto& e : t.named("m")) {
+    const std::string domain = e["args"]["domain"];
+    if (domain == "(domains over the limit)") {
+      ++folded;
+    } else {
+      CHECK(domain[0] == 'd');
+      ++in_own;
+    }
+  }
+  CHECK(in_own + folded == static_cast<std::size_t>(n));  // every mark recorded
+  CHECK(folded == over);
+  CHECK(in_own >= 32'000);
+  // A list searched from the start would make the last 10,000 many times
+  // slower than the first; a hash keeps them alike (same run: a ratio).
+  std::vector<double> ms;
+  for (const auto& c : t.named("ms per 10000 domains", "C")) ms.push_back(c["args"]["ms per 10000 domains"].get<double>());
+  REQUIRE(ms.size() == 7);
+  MESSAGE("ms per 10,000 domains: first " << ms[0] << ", last before the limit " << ms[2]);
+  CHECK(ms[2] < 4 * ms[0] + 5);
 }

@@ -11,8 +11,11 @@
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <condition_variable>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <regex>
 #include <thread>
 
@@ -421,4 +424,217 @@ TEST_CASE("an exception through scoped ranges ends them; one nobody catches stil
   CHECK(t.named("never ends").at(0)["args"]["incomplete"] == true);
   CHECK(t.count_of("open_ranges") == 1);
   CHECK(t.meta["collection"]["reason"] == "terminate");
+}
+
+// Waits for a child for up to `seconds` (killing it then, as hung) and
+// returns the signal that ended it, 0 for a normal exit, -1 for a hang.
+static int signal_of_child(pid_t pid, int seconds) {
+  for (int i = 0; i < seconds * 100; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  MESSAGE("the child did not end within " << seconds << " s: killed");
+  return -1;
+}
+
+TEST_CASE("a dump whose error nobody catches ends the process with abort, never a hang") {
+  test::temp_dir dir;
+  const auto out = dir.path / "out";
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    test_in_forked_child = true;
+    auto cfg = test::config_in(dir);
+    cfg.output_dir = out.string();
+    npuprof::session s{cfg};
+    s.start();
+    npuprof::mark<kernels>("recorded");
+    // The output directory becomes unwritable while the session runs.
+    std::error_code ec;
+    test::fs::remove_all(out, ec);
+    std::ofstream(out) << "a file where the directory was";
+    std::signal(SIGABRT, SIG_DFL);
+    std::thread([] { npuprof::dump("watchdog"); }).join();  // throws out of the thread: std::terminate
+    std::_Exit(0);  // not reached
+  }
+  CHECK(signal_of_child(pid, 60) == SIGABRT);
+}
+
+TEST_CASE("dumps from another thread racing hundreds of session restarts never touch a freed session") {
+  test::temp_dir dir;
+  std::atomic<bool> done{false};
+  std::atomic<int> written{0}, refused{0};
+  std::vector<test::fs::path> dumps;
+  std::string other_error;
+  std::thread watchdog([&] {
+    while (!done.load()) {
+      try {
+        dumps.push_back(npuprof::dump("watchdog"));
+        ++written;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));  // writing is not what is tried here
+      } catch (const npuprof::error& e) {
+        const std::string what = e.what();
+        const bool no_session = what.find("no session is running") != std::string::npos ||
+                                what.find("not running") != std::string::npos;
+        if (!no_session) other_error = what;
+        ++refused;
+      }
+    }
+  });
+  const int restarts = 300;
+  for (int i = 0; i < restarts; ++i) {
+    auto cfg = test::config_in(dir);
+    cfg.output_dir = (dir.path / "sessions").string();
+    auto s = std::make_unique<npuprof::session>(cfg);
+    s->start();
+    npuprof::mark<kernels>("round " + std::to_string(i));
+    if (i % 3 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // room for dumps to succeed
+    if (i % 2 == 0) s->stop();  // else the destructor stops it
+    s.reset();
+  }
+  done = true;
+  watchdog.join();
+  MESSAGE(written.load() << " dumps written, " << refused.load() << " refused");
+  CHECK_MESSAGE(other_error.empty(), other_error);
+  CHECK(written.load() > 0);
+  CHECK(refused.load() > 0);
+  // Every dump that returned a path wrote a complete trace.
+  for (std::size_t i = 0; i < dumps.size(); i += std::max<std::size_t>(1, dumps.size() / 20)) {
+    const test::trace t = test::load(dumps[i]);
+    CHECK(t.meta["collection"]["reason"] == "watchdog");
+  }
+}
+
+TEST_CASE("bursts far below the memory cap drop nothing") {
+  test::temp_dir dir;
+  SUBCASE("one thread, 100,000 ranges with distinct copied messages") {
+    constexpr int n = 100'000;
+    auto t = test::record(test::config_in(dir), [&] {
+      for (int i = 0; i < n; ++i) npuprof::scoped_range<kernels> r{"request " + std::to_string(i)};
+    });
+    CHECK(t.count_of("dropped_events") == 0);
+    std::size_t slices = 0;
+    for (const auto& e : t.phase("X")) slices += e["name"].get<std::string>().rfind("request ", 0) == 0;
+    CHECK(slices == n);
+  }
+  SUBCASE("1000 live threads, 200 ranges each") {
+    constexpr int threads = 1000, each = 200;
+    auto t = test::record(test::config_in(dir), [&] {
+      std::mutex m;
+      std::condition_variable cv;
+      int waiting = 0;
+      bool go = false;
+      std::vector<std::thread> pool;
+      for (int k = 0; k < threads; ++k) {
+        pool.emplace_back([&] {
+          {
+            std::unique_lock<std::mutex> lock(m);
+            ++waiting;
+            cv.notify_all();
+            cv.wait(lock, [&] { return go; });
+          }
+          for (int i = 0; i < each; ++i) npuprof::scoped_range<kernels> r{"r " + std::to_string(i)};
+          std::unique_lock<std::mutex> lock(m);  // all stay alive until all are done
+          if (--waiting == 0) cv.notify_all();
+          cv.wait(lock, [&] { return waiting == 0; });
+        });
+      }
+      {
+        std::unique_lock<std::mutex> lock(m);
+        cv.wait(lock, [&] { return waiting == threads; });
+        go = true;
+      }
+      cv.notify_all();
+      for (auto& th : pool) th.join();
+    });
+    CHECK(t.count_of("dropped_events") == 0);
+    CHECK(t.phase("X").size() == static_cast<std::size_t>(threads) * each);
+  }
+  SUBCASE("a 4 MiB cap still drops, and counts every event it dropped") {
+    constexpr int n = 100'000;
+    auto cfg = test::config_in(dir);
+    cfg.buffer_size_kb = 4096;
+    cfg.flush_interval_ms = 60000;
+    auto t = test::record(cfg, [&] {
+      for (int i = 0; i < n; ++i) npuprof::scoped_range<kernels> r{"request " + std::to_string(i)};
+    });
+    const std::uint64_t dropped = t.count_of("dropped_events");
+    CHECK(dropped > 0);
+    // A dropped begin records nothing more; every recorded begin kept its end.
+    CHECK(t.phase("X").size() + dropped == n);
+    CHECK(t.count_of("dropped_range_ends") == 0);
+    CHECK(t.count_of("open_ranges") == 0);
+  }
+}
+
+TEST_CASE("a range whose begin was recorded keeps its end when the buffer is full") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.chunk_size_kb = 16;
+  cfg.buffer_size_kb = 64;  // four chunks, all in use below
+  cfg.flush_interval_ms = 60000;
+  auto fill_until_drops = [] {
+    for (int i = 0; i < 100'000; ++i) npuprof::mark<kernels>("filler " + std::to_string(i));
+  };
+  SUBCASE("nested ranges as deep as the room kept for ends") {
+    constexpr int depth = 20;
+    auto t = test::record(cfg, [&] {
+      std::vector<std::unique_ptr<npuprof::scoped_range<kernels>>> open;
+      for (int i = 0; i < depth; ++i) open.push_back(std::make_unique<npuprof::scoped_range<kernels>>("level " + std::to_string(i)));
+      fill_until_drops();
+      while (!open.empty()) open.pop_back();
+    });
+    CHECK(t.count_of("dropped_events") > 0);
+    CHECK(t.count_of("dropped_range_ends") == 0);
+    for (int i = 0; i < depth; ++i) {
+      const auto s = t.named("level " + std::to_string(i), "X");
+      REQUIRE(s.size() == 1);
+      CHECK_FALSE(s[0]["args"].contains("incomplete"));
+    }
+    CHECK(test::check_nesting(t) == depth);
+  }
+  SUBCASE("deeper than that: lost ends are counted, and no slice is drawn as if it lasted") {
+    constexpr int depth = 200;
+    auto t = test::record(cfg, [&] {
+      std::vector<std::unique_ptr<npuprof::scoped_range<kernels>>> open;
+      for (int i = 0; i < depth; ++i) open.push_back(std::make_unique<npuprof::scoped_range<kernels>>("level " + std::to_string(i)));
+      fill_until_drops();
+      while (!open.empty()) open.pop_back();
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // an open range would last past this
+    });
+    const std::uint64_t lost = t.count_of("dropped_range_ends");
+    CHECK(lost > 0);
+    CHECK(t.count_of("ranges_without_end") == lost);
+    CHECK(t.count_of("open_ranges") == 0);
+    std::size_t without_end = 0;
+    for (const auto& s : t.phase("X")) {
+      if (!s["args"].contains("incomplete")) continue;
+      ++without_end;
+      CHECK(test::to_ns(s["dur"]) == 0);
+    }
+    CHECK(without_end == lost);
+  }
+}
+
+TEST_CASE("a registered scoped range still open when the session stops is counted") {
+  test::temp_dir dir;
+  std::atomic<bool> begun{false}, release{false};
+  std::thread outliving;
+  auto t = test::record(test::config_in(dir), [&] {
+    outliving = std::thread([&] {
+      NPUPROF_RANGE(kernels, "outlives the session");
+      begun = true;
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (!begun.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    { NPUPROF_RANGE(kernels, "ended in time"); }
+  });
+  release = true;
+  outliving.join();
+  CHECK(t.count("ended in time", "X") == 1);
+  CHECK(t.count("outlives the session") == 0);
+  CHECK(t.count_of("open_registered_ranges") == 1);
 }

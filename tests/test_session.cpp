@@ -354,6 +354,45 @@ TEST_CASE("files are created only anew, never through a symlink; a directory swa
   CHECK(there == std::vector<std::string>{"precious"});
 }
 
+TEST_CASE("a worker name cannot leave output_dir") {
+  using npuprof::detail::safe_worker_name;
+  CHECK(safe_worker_name("../../evil") == ".._.._evil");
+  CHECK(safe_worker_name("a/b") == "a_b");
+  CHECK(safe_worker_name(".") == "_");
+  CHECK(safe_worker_name("..") == "_");
+  CHECK(safe_worker_name("node 1:\xc3\xbc") == "node_1___");
+  CHECK(safe_worker_name("rank-0.host_A") == "rank-0.host_A");
+  CHECK(safe_worker_name("") == safe_worker_name(npuprof::detail::host_name()));
+  CHECK(safe_worker_name(std::string(300, 'x')).size() == 128);
+
+  test::temp_dir dir;
+  const auto out = dir.path / "a" / "b";
+  for (const char* worker : {"../../evil", "a/b", "..", "/abs"}) {
+    CAPTURE(worker);
+    auto cfg = test::config_in(dir);
+    cfg.output_dir = out.string();
+    {
+      test::scoped_env name("NPUPROF_WORKER_NAME", worker);
+      test::scoped_env config_file("NPUPROF_CONFIG", nullptr);
+      cfg.apply_env();
+    }
+    npuprof::session s{cfg};
+    s.start();
+    const auto written = s.stop();
+    CHECK(written.parent_path() == test::fs::absolute(out));
+    CHECK(written.filename().string().rfind(safe_worker_name(worker) + "_" + std::to_string(::getpid()) + "_", 0) == 0);
+  }
+  // Nothing anywhere else: the tree holds a/b and the four directories in it.
+  auto names_in = [](const test::fs::path& p) {
+    std::vector<std::string> names;
+    for (auto& e : test::fs::directory_iterator(p)) names.push_back(e.path().filename().string());
+    return names;
+  };
+  CHECK(names_in(dir.path) == std::vector<std::string>{"a"});
+  CHECK(names_in(dir.path / "a") == std::vector<std::string>{"b"});
+  CHECK(names_in(out).size() == 4);
+}
+
 TEST_CASE("a session still running at exit() is stopped and written") {
   test::temp_dir dir;
   auto t = test::trace_of_child(dir, [&] {

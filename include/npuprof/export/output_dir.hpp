@@ -32,6 +32,28 @@ inline std::string host_name() {
   return buf;
 }
 
+/// `name` as one safe path component: characters other than letters, digits,
+/// '.', '_' and '-' (a '/' included) become '_', a name of dots only becomes
+/// "_", an empty one the host name; at most 128 bytes.
+inline std::string safe_worker_name(std::string_view name) {
+  if (name.empty()) {
+    const std::string host = host_name();
+    return host.empty() ? std::string("_") : safe_worker_name(host);
+  }
+  std::string out;
+  out.reserve(name.size());
+  bool dots_only = true;
+  for (const char c : name) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                      c == '_' || c == '-';
+    out.push_back(keep ? c : '_');
+    dots_only = dots_only && c == '.';
+  }
+  if (dots_only) return "_";
+  if (out.size() > 128) out.resize(128);
+  return out;
+}
+
 /// The name for `wall_ns`; `counter` 0 is the plain name, others tell apart
 /// names of the same millisecond.
 inline std::string output_dir_name(const std::string& worker, std::uint32_t pid, std::int64_t wall_ns,
@@ -60,7 +82,7 @@ inline output_name_hint& last_output_name() {
 }
 
 /// Creates a new output directory under `parent` (made if missing), named
-/// for `wall_ns`, and returns it held open,
+/// for `wall_ns` and with a sanitised `worker`, and returns it held open,
 /// its path absolute. A name already taken gets the next counter: there is
 /// no limit on how many directories share a millisecond.
 inline output_directory make_output_dir(const std::string& parent, const std::string& worker, std::uint32_t pid,
@@ -71,7 +93,7 @@ inline output_directory make_output_dir(const std::string& parent, const std::st
   if (ec) throw error("npuprof: cannot create output directory '" + parent + "': " + ec.message());
   const fs::path where = fs::absolute(parent).lexically_normal();
   const auto parent_fd = std::make_shared<unique_fd>(output_directory::open_parent(where));
-  const std::string& name = worker;
+  const std::string name = safe_worker_name(worker);
   const std::string plain = output_dir_name(name, pid, wall_ns);
   const std::size_t key = std::hash<std::string>{}(where.string() + '/' + plain);
   output_name_hint& hint = last_output_name();

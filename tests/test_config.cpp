@@ -273,6 +273,17 @@ TEST_CASE("numeric settings at the edges of their ranges are accepted, from JSON
   CHECK(npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 1, "window_s": 0.001}})").flight.memory_mb == 1);
 }
 
+TEST_CASE("an empty output directory is an error naming the key") {
+  CHECK_EQ(env_error("NPUPROF_OUTPUT_DIR", ""),
+           "environment variable NPUPROF_OUTPUT_DIR: is empty; unset it, or use '.' for the current directory");
+  CHECK_EQ(error_of([] { npuprof::config::from_json(R"({"output_dir": ""})", "o.json"); }),
+           "o.json: key 'output_dir': is empty; use \".\" for the current directory");
+  npuprof::config code;
+  code.output_dir.clear();
+  CHECK_EQ(error_of([&] { npuprof::session s{code}; }),
+           "defaults: key 'output_dir': is empty; use \".\" for the current directory");
+}
+
 TEST_CASE("the config is written to the metadata") {
   test::temp_dir dir;
   auto cfg = test::config_in(dir);

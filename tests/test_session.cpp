@@ -177,17 +177,56 @@ TEST_CASE("exported times agree with steady_clock within 1% over one second") {
 TEST_CASE("an output directory that cannot be written is a clear error, and the data can be written elsewhere") {
   test::temp_dir dir;
   auto cfg = test::config_in(dir);
-  const auto blocker = dir.path / "not-a-directory";
-  std::ofstream(blocker) << "x";
-  cfg.output_dir = (blocker / "sub").string();
+  cfg.output_dir = (dir.path / "out").string();
   npuprof::session s{cfg};
   s.start();
   npuprof::mark("kept");
+  // Gone while the session ran, and a file in its place.
+  test::fs::remove(cfg.output_dir);
+  std::ofstream(cfg.output_dir) << "x";
   const std::string msg = error_of([&] { s.stop(); });
   CHECK_MESSAGE(msg.find("cannot create output directory '" + cfg.output_dir + "'") != std::string::npos, msg);
   CHECK_FALSE(s.running());
   auto t = test::load(s.write_to(dir.path.string()));
   CHECK(t.count("kept") == 1);
+}
+
+TEST_CASE("output directory problems show at start(), before anything starts") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  const auto blocker = dir.path / "not-a-directory";
+  std::ofstream(blocker) << "x";
+  cfg.output_dir = (blocker / "sub").string();
+  {
+    npuprof::session s{cfg};
+    const std::string msg = error_of([&] { s.start(); });
+    CHECK_MESSAGE(msg.rfind("npuprof: cannot create output directory '" + cfg.output_dir + "': ", 0) == 0, msg);
+    CHECK_FALSE(s.running());
+    CHECK(npuprof::detail::state().active.load() == nullptr);
+  }
+  cfg.output_dir = blocker.string();
+  {
+    npuprof::session s{cfg};
+    const std::string msg = error_of([&] { s.start(); });
+    CHECK_MESSAGE(msg.find("output directory '" + cfg.output_dir + "'") != std::string::npos, msg);
+    CHECK_FALSE(s.running());
+  }
+  if (::geteuid() != 0) {  // root may write anywhere
+    const auto locked = dir.path / "read-only";
+    test::fs::create_directory(locked);
+    test::fs::permissions(locked, test::fs::perms::owner_read | test::fs::perms::owner_exec);
+    cfg.output_dir = locked.string();
+    npuprof::session s{cfg};
+    CHECK_EQ(error_of([&] { s.start(); }), "npuprof: output directory '" + cfg.output_dir +
+                                               "' is not writable: " + std::strerror(EACCES));
+    test::fs::permissions(locked, test::fs::perms::owner_all);
+  }
+  // A directory that is missing is made then; the session runs.
+  cfg.output_dir = (dir.path / "made" / "at" / "start").string();
+  npuprof::session s{cfg};
+  s.start();
+  CHECK(test::fs::is_directory(cfg.output_dir));
+  s.cancel();
 }
 
 namespace {

@@ -481,7 +481,10 @@ inline void config::apply_env() {
   }
   if (const char* v = env("NPUPROF_DOMAIN_INCLUDE")) domain_include = detail::split_list(v);
   if (const char* v = env("NPUPROF_DOMAIN_EXCLUDE")) domain_exclude = detail::split_list(v);
-  if (const char* v = env("NPUPROF_OUTPUT_DIR")) output_dir = v;
+  if (const char* v = env("NPUPROF_OUTPUT_DIR")) {
+    if (*v == '\0') env_error("NPUPROF_OUTPUT_DIR", "is empty; unset it, or use '.' for the current directory");
+    output_dir = v;
+  }
   if (const char* v = env("NPUPROF_WORKER_NAME")) worker_name = v;
   if (const char* v = env("NPUPROF_BACKEND")) backend = v;
   if (const char* v = env("NPUPROF_MSTX_FORWARD")) {
@@ -530,6 +533,7 @@ inline void config::validate() const {
   auto check = [&](const char* key, auto value, detail::int_range r) {
     if (!detail::in_range(value, r)) bad(key, "must be " + detail::range_text(r) + ", got " + std::to_string(value));
   };
+  if (output_dir.empty()) bad("output_dir", "is empty; use \".\" for the current directory");
   check("chunk_size_kb", chunk_size_kb, detail::chunk_size_kb_range);
   check("buffer_size_kb", buffer_size_kb, detail::buffer_size_kb_range);
   if (buffer_size_kb < chunk_size_kb) {

@@ -320,6 +320,7 @@ inline std::size_t segment_bytes(const segment& s) {
 }  // namespace detail
 
 inline void session::start() {
+  detail::check_output_dir(cfg_.output_dir);  // its problems show now, not at the first write
   detail::process_state& st = detail::state();
   std::lock_guard<std::recursive_mutex> lock(st.control);
   if (running()) throw error("npuprof: cannot start the session: it is already running");

@@ -68,6 +68,21 @@ inline std::string output_dir_name(const std::string& worker, std::uint32_t pid,
   return fmt::format("{}_{}_{}{:03}_{}_npuprof", worker, pid, stamp, ms, counter);
 }
 
+/// Makes `dir` and its parents if missing and checks that output
+/// directories can be made in it. Throws npuprof::error naming it.
+inline void check_output_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw error("npuprof: cannot create output directory '" + dir + "': " + ec.message());
+  if (!fs::is_directory(dir, ec)) {
+    throw error("npuprof: output directory '" + dir + "' is not a directory");
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    throw error("npuprof: output directory '" + dir + "' is not writable: " + std::strerror(errno));
+  }
+}
+
 /// Where the last search for a free name ended: many directories written in
 /// one millisecond (thousands of dumps a second) do not each try every
 /// counter from 0 again. Only a hint: mkdir decides what is free.

@@ -185,6 +185,9 @@ int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
 
   npuprof::config cfg = npuprof::config::from_env();
+  // Traces go under ./npuprof_traces/ unless NPUPROF_OUTPUT_DIR or the config file names
+  // another directory.
+  if (std::getenv("NPUPROF_OUTPUT_DIR") == nullptr && cfg.output_dir == ".") cfg.output_dir = "npuprof_traces";
   if (cfg.acl_library.empty()) cfg.acl_library = npuprof_sim_library_path();
   if (!cfg.flight.enabled) {
     cfg.flight.enabled = true;  // always on: keep the last 10 s, in at most 64 MiB

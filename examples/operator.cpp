@@ -9,6 +9,7 @@
 #include <npuprof/npuprof.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "simulated_acl.h"
@@ -43,6 +44,9 @@ void copy_to_device(aclrtStream stream, int bytes_kb) {
 
 int main() {
   npuprof::config cfg = npuprof::config::from_env();
+  // Traces go under ./npuprof_traces/ unless NPUPROF_OUTPUT_DIR or the config file names
+  // another directory.
+  if (std::getenv("NPUPROF_OUTPUT_DIR") == nullptr && cfg.output_dir == ".") cfg.output_dir = "npuprof_traces";
   if (cfg.acl_library.empty()) cfg.acl_library = npuprof_sim_library_path();
   npuprof::session session{cfg};
   session.start();

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -42,6 +43,9 @@ void allreduce() {
 
 int main() {
   npuprof::config cfg = npuprof::config::from_env();
+  // Traces go under ./npuprof_traces/ unless NPUPROF_OUTPUT_DIR or the config file names
+  // another directory.
+  if (std::getenv("NPUPROF_OUTPUT_DIR") == nullptr && cfg.output_dir == ".") cfg.output_dir = "npuprof_traces";
   npuprof::session session{cfg};
   session.start();
   npuprof::name_thread("main");

@@ -55,7 +55,7 @@ TEST_CASE("wrong types name the key and say what was expected") {
   CHECK(contains(error_of([] { npuprof::config::from_json(R"({"mstx_domain_include": ["a", 3]})", "a.json"); }),
                  "key 'mstx_domain_include': element 1: expected a string, got number"));
   CHECK(contains(error_of([] { npuprof::config::from_json(R"({"buffer_size_kb": -5})", "a.json"); }),
-                 "key 'buffer_size_kb': expected a non-negative integer, got -5"));
+                 "key 'buffer_size_kb': must be between 1 and 1073741824, got -5"));
   CHECK(contains(error_of([] { npuprof::config::from_json(R"({"chunk_size_kb": 0})", "a.json"); }),
                  "key 'chunk_size_kb': must be between 1 and 4096, got 0"));
   CHECK(contains(error_of([] { npuprof::config::from_json(R"({"mstx": true, "msprof_tx": false})", "a.json"); }),
@@ -102,12 +102,186 @@ TEST_CASE("a missing config file and bad environment values are clear errors") {
   {
     test::scoped_env size("NPUPROF_BUFFER_SIZE_KB", "12abc");
     CHECK(contains(error_of([] { npuprof::config::from_env(); }),
-                   "environment variable NPUPROF_BUFFER_SIZE_KB: expected a non-negative integer, got '12abc'"));
+                   "environment variable NPUPROF_BUFFER_SIZE_KB (buffer_size_kb): expected an integer between 1 and "
+                   "1073741824, got '12abc'"));
   }
   {
     test::scoped_env inc("NPUPROF_DOMAIN_INCLUDE", " kernels , comm ,");
     CHECK(npuprof::config::from_env().domain_include == std::vector<std::string>{"kernels", "comm"});
   }
+}
+
+namespace {
+
+// A numeric setting, where it comes from, and its range as messages say it.
+struct numeric_setting {
+  const char* key;  // JSON
+  const char* env;  // environment variable, or null
+  const char* range;
+};
+
+const numeric_setting numeric_settings[] = {
+    {"buffer_size_kb", "NPUPROF_BUFFER_SIZE_KB", "between 1 and 1073741824"},
+    {"chunk_size_kb", "NPUPROF_CHUNK_SIZE_KB", "between 1 and 4096"},
+    {"flush_interval_ms", "NPUPROF_FLUSH_INTERVAL_MS", "between 1 and 60000"},
+    {"device_events_per_stream", "NPUPROF_DEVICE_EVENTS_PER_STREAM", "between 2 and 65536"},
+    {"device_wait_ms", "NPUPROF_DEVICE_WAIT_MS", "between 0 and 600000"},
+    {"rank", "RANK", "between -1 and 1000000"},
+    {"local_rank", "LOCAL_RANK", "between -1 and 1000000"},
+    {"world_size", "WORLD_SIZE", "between -1 and 1000000"},
+    {"min_duration_us", "NPUPROF_MIN_DURATION_US", "between 0 and 3600000000"},
+    {"host_sys_interval_ms", "NPUPROF_HOST_SYS_INTERVAL_MS", "between 1 and 3600000"},
+};
+
+const numeric_setting& setting(const std::string& key) {
+  for (const numeric_setting& s : numeric_settings) {
+    if (key == s.key) return s;
+  }
+  FAIL("no setting " << key);
+  return numeric_settings[0];
+}
+
+// The error from_env() gives with only `name` set to `value`.
+std::string env_error(const char* name, const char* value) {
+  test::scoped_env config_file("NPUPROF_CONFIG", nullptr);
+  test::scoped_env v(name, value);
+  return error_of([] { npuprof::config::from_env(); });
+}
+
+}  // namespace
+
+TEST_CASE("numeric settings that would wrap or overflow are errors naming the key, the value and the range") {
+  // Values that once became others: 4294967297 -> 1, 4294967298 -> 2,
+  // 2^32 -> 0, 2^64-1 -> -1, and a threshold that overflowed in nanoseconds.
+  const std::pair<const char*, const char*> wrapping[] = {
+      {"flush_interval_ms", "4294967297"},
+      {"device_events_per_stream", "4294967298"},
+      {"device_wait_ms", "4294967296"},
+      {"rank", "18446744073709551615"},
+      {"local_rank", "18446744073709551615"},
+      {"world_size", "4294967295"},
+      {"min_duration_us", "9223372036854775"},
+      {"min_duration_us", "3600000001"},
+      {"host_sys_interval_ms", "4294967297"},
+      {"buffer_size_kb", "18446744073709551615"},
+      {"chunk_size_kb", "4294967297"},
+      {"rank", "-2"},
+      {"device_wait_ms", "600001"},
+  };
+  for (const auto& w : wrapping) {
+    const char* key = w.first;
+    const char* value = w.second;
+    CAPTURE(key);
+    CAPTURE(value);
+    const numeric_setting& s = setting(key);
+    const std::string json = error_of([&] {
+      npuprof::config::from_json(std::string("{\"") + key + "\": " + value + "}", "n.json");
+    });
+    CHECK_EQ(json, std::string("n.json: key '") + key + "': must be " + s.range + ", got " + value);
+    CHECK_EQ(env_error(s.env, value), std::string("environment variable ") + s.env + " (" + key + "): must be " +
+                                          s.range + ", got '" + value + "'");
+  }
+  // Too large even for 64 bits: from the environment a range error, in
+  // JSON a number that is not an integer any more.
+  CHECK_EQ(env_error("NPUPROF_MIN_DURATION_US", "99999999999999999999999"),
+           "environment variable NPUPROF_MIN_DURATION_US (min_duration_us): must be between 0 and 3600000000, "
+           "got '99999999999999999999999'");
+  CHECK(contains(error_of([] { npuprof::config::from_json(R"({"flush_interval_ms": 1e10})", "n.json"); }),
+                 "n.json: key 'flush_interval_ms': expected an integer between 1 and 60000, got 10000000000.0"));
+  CHECK_EQ(env_error("NPUPROF_FLUSH_INTERVAL_MS", " 5"),
+           "environment variable NPUPROF_FLUSH_INTERVAL_MS (flush_interval_ms): expected an integer between 1 and "
+           "60000, got ' 5'");
+  CHECK_EQ(error_of([] { npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 18446744073709551615}})", "f.json"); }),
+           "f.json: key 'flight_recorder.memory_mb': must be between 1 and 1048576, got 18446744073709551615");
+  CHECK_EQ(error_of([] { npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 0}})", "f.json"); }),
+           "f.json: key 'flight_recorder.memory_mb': must be between 1 and 1048576, got 0");
+  CHECK_EQ(error_of([] { npuprof::config::from_json(R"({"flight_recorder": {"window_s": 604800.5}})", "f.json"); }),
+           "f.json: key 'flight_recorder.window_s': must be above 0 and at most a week (604800), got 604800.500000");
+
+  // Set from code, the same ranges hold when the session is made.
+  npuprof::config code;
+  code.min_duration_us = std::uint64_t{1} << 62;
+  CHECK_EQ(error_of([&] { code.validate(); }),
+           "defaults: key 'min_duration_us': must be between 0 and 3600000000, got 4611686018427387904");
+  code.min_duration_us = 0;
+  code.device_wait_ms = 4'000'000'000u;
+  CHECK_EQ(error_of([&] { npuprof::session s{code}; }),
+           "defaults: key 'device_wait_ms': must be between 0 and 600000, got 4000000000");
+}
+
+TEST_CASE("numeric settings at the edges of their ranges are accepted, from JSON and the environment") {
+  struct edge {
+    const char* key;
+    const char* value;
+    const char* with;  // other JSON keys the value needs, or ""
+  };
+  const edge edges[] = {
+      {"buffer_size_kb", "1", R"("chunk_size_kb": 1,)"},
+      {"buffer_size_kb", "1073741824", R"("chunk_size_kb": 4096,)"},
+      {"chunk_size_kb", "1", ""},
+      {"chunk_size_kb", "4096", ""},
+      {"flush_interval_ms", "1", ""},
+      {"flush_interval_ms", "60000", ""},
+      {"device_events_per_stream", "2", ""},
+      {"device_events_per_stream", "65536", ""},
+      {"device_wait_ms", "0", ""},
+      {"device_wait_ms", "600000", ""},
+      {"rank", "-1", ""},
+      {"rank", "1000000", ""},
+      {"local_rank", "-1", ""},
+      {"local_rank", "1000000", ""},
+      {"world_size", "-1", ""},
+      {"world_size", "1000000", ""},
+      {"min_duration_us", "0", ""},
+      {"min_duration_us", "3600000000", ""},
+      {"host_sys_interval_ms", "1", ""},
+      {"host_sys_interval_ms", "3600000", ""},
+  };
+  auto value_of = [](const npuprof::config& c, const std::string& key) -> long long {
+    if (key == "buffer_size_kb") return static_cast<long long>(c.buffer_size_kb);
+    if (key == "chunk_size_kb") return static_cast<long long>(c.chunk_size_kb);
+    if (key == "flush_interval_ms") return c.flush_interval_ms;
+    if (key == "device_events_per_stream") return c.device_events_per_stream;
+    if (key == "device_wait_ms") return c.device_wait_ms;
+    if (key == "rank") return c.rank;
+    if (key == "local_rank") return c.local_rank;
+    if (key == "world_size") return c.world_size;
+    if (key == "min_duration_us") return static_cast<long long>(c.min_duration_us);
+    if (key == "host_sys_interval_ms") return c.host_sys_interval_ms;
+    FAIL("no setting " << key);
+    return 0;
+  };
+  test::temp_dir dir;
+  for (const edge& e : edges) {
+    CAPTURE(e.key);
+    CAPTURE(e.value);
+    const long long expected = std::stoll(e.value);
+    const std::string text = std::string("{") + e.with + "\"" + e.key + "\": " + e.value + "}";
+    CHECK(value_of(npuprof::config::from_json(text, "edge.json"), e.key) == expected);
+    // From the environment, on top of a file with the other keys.
+    const auto file = dir.path / "edge.json";
+    std::string others = e.with;
+    if (!others.empty()) others.pop_back();  // the trailing comma
+    std::ofstream(file) << "{" << others << "}";
+    test::scoped_env config_file("NPUPROF_CONFIG", file.c_str());
+    test::scoped_env v(setting(e.key).env, e.value);
+    CHECK(value_of(npuprof::config::from_env(), e.key) == expected);
+  }
+  const auto flight = npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 1048576, "window_s": 604800}})");
+  CHECK(flight.flight.memory_mb == 1048576);
+  CHECK(flight.flight.window_s == 604800);
+  CHECK(npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 1, "window_s": 0.001}})").flight.memory_mb == 1);
+}
+
+TEST_CASE("an empty output directory is an error naming the key") {
+  CHECK_EQ(env_error("NPUPROF_OUTPUT_DIR", ""),
+           "environment variable NPUPROF_OUTPUT_DIR: is empty; unset it, or use '.' for the current directory");
+  CHECK_EQ(error_of([] { npuprof::config::from_json(R"({"output_dir": ""})", "o.json"); }),
+           "o.json: key 'output_dir': is empty; use \".\" for the current directory");
+  npuprof::config code;
+  code.output_dir.clear();
+  CHECK_EQ(error_of([&] { npuprof::session s{code}; }),
+           "defaults: key 'output_dir': is empty; use \".\" for the current directory");
 }
 
 TEST_CASE("the config is written to the metadata") {

@@ -3,6 +3,7 @@
 #include "support.hpp"
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <regex>
+#include <set>
 #include <thread>
 
 namespace {
@@ -178,17 +180,259 @@ TEST_CASE("exported times agree with steady_clock within 1% over one second") {
 TEST_CASE("an output directory that cannot be written is a clear error, and the data can be written elsewhere") {
   test::temp_dir dir;
   auto cfg = test::config_in(dir);
-  const auto blocker = dir.path / "not-a-directory";
-  std::ofstream(blocker) << "x";
-  cfg.output_dir = (blocker / "sub").string();
+  cfg.output_dir = (dir.path / "out").string();
   npuprof::session s{cfg};
   s.start();
   npuprof::mark("kept");
+  // Gone while the session ran, and a file in its place.
+  test::fs::remove(cfg.output_dir);
+  std::ofstream(cfg.output_dir) << "x";
   const std::string msg = error_of([&] { s.stop(); });
   CHECK_MESSAGE(msg.find("cannot create output directory '" + cfg.output_dir + "'") != std::string::npos, msg);
   CHECK_FALSE(s.running());
   auto t = test::load(s.write_to(dir.path.string()));
   CHECK(t.count("kept") == 1);
+}
+
+TEST_CASE("output directory problems show at start(), before anything starts") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  const auto blocker = dir.path / "not-a-directory";
+  std::ofstream(blocker) << "x";
+  cfg.output_dir = (blocker / "sub").string();
+  {
+    npuprof::session s{cfg};
+    const std::string msg = error_of([&] { s.start(); });
+    CHECK_MESSAGE(msg.rfind("npuprof: cannot create output directory '" + cfg.output_dir + "': ", 0) == 0, msg);
+    CHECK_FALSE(s.running());
+    CHECK(npuprof::detail::state().active.load() == nullptr);
+  }
+  cfg.output_dir = blocker.string();
+  {
+    npuprof::session s{cfg};
+    const std::string msg = error_of([&] { s.start(); });
+    CHECK_MESSAGE(msg.find("output directory '" + cfg.output_dir + "'") != std::string::npos, msg);
+    CHECK_FALSE(s.running());
+  }
+  if (::geteuid() != 0) {  // root may write anywhere
+    const auto locked = dir.path / "read-only";
+    test::fs::create_directory(locked);
+    test::fs::permissions(locked, test::fs::perms::owner_read | test::fs::perms::owner_exec);
+    cfg.output_dir = locked.string();
+    npuprof::session s{cfg};
+    CHECK_EQ(error_of([&] { s.start(); }), "npuprof: output directory '" + cfg.output_dir +
+                                               "' is not writable: " + std::strerror(EACCES));
+    test::fs::permissions(locked, test::fs::perms::owner_all);
+  }
+  // A directory that is missing is made then; the session runs.
+  cfg.output_dir = (dir.path / "made" / "at" / "start").string();
+  npuprof::session s{cfg};
+  s.start();
+  CHECK(test::fs::is_directory(cfg.output_dir));
+  s.cancel();
+}
+
+namespace {
+
+// The YYYYmmddHHMMSSmmm of an output directory's name.
+std::string stamp_of(const test::fs::path& dir) {
+  std::smatch m;
+  const std::string name = dir.filename().string();
+  REQUIRE_MESSAGE(std::regex_search(name, m, std::regex("_([0-9]{17})(_[0-9]+)?_npuprof$")), name);
+  return m[1];
+}
+
+std::string stamp_at(std::int64_t wall_ns) {
+  return stamp_of(npuprof::detail::output_dir_name("w", 1, wall_ns));
+}
+
+}  // namespace
+
+TEST_CASE("a directory is named for when it is written; the metadata keeps when the session started") {
+  test::temp_dir dir;
+  npuprof::session s{test::config_in(dir)};
+  const std::int64_t before = npuprof::wall_ns();
+  s.start();
+  npuprof::mark("m");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
+  const auto dumped = s.dump("a second later");
+  const auto stopped = s.stop();
+  CHECK(stamp_of(dumped) >= stamp_at(before + 1'000'000'000));
+  CHECK(stamp_of(stopped) >= stamp_of(dumped));
+  for (const auto& out : {dumped, stopped}) {
+    const std::int64_t wall_start = test::load(out).meta["clock"]["wall_start_ns"];
+    CHECK(wall_start >= before - 1'000'000);
+    CHECK(wall_start < before + 500'000'000);
+  }
+}
+
+TEST_CASE("1500 dumps of one running session all succeed, each into its own directory") {
+  test::temp_dir dir;
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  std::set<test::fs::path> written;
+  for (int i = 0; i < 1500; ++i) {
+    npuprof::mark("m");
+    const auto out = s.dump("dump " + std::to_string(i));
+    REQUIRE_MESSAGE(written.insert(out).second, out);
+  }
+  const auto last = s.stop();
+  CHECK(written.insert(last).second);
+  CHECK(outputs_in(dir).size() == 1501);
+  CHECK(test::load(last).count("m") == 1500);
+}
+
+TEST_CASE("names of one millisecond get a counter, with no limit on how many") {
+  test::temp_dir dir;
+  const std::int64_t when = npuprof::wall_ns();
+  const std::string plain = npuprof::detail::output_dir_name("w", 7, when);
+  const std::string stem = plain.substr(0, plain.size() - std::string("_npuprof").size());
+  for (int i = 0; i < 5000; ++i) {
+    npuprof::detail::output_directory out = npuprof::detail::make_output_dir(dir.path.string(), "w", 7, when);
+    REQUIRE(out.path().filename() == (i == 0 ? plain : stem + "_" + std::to_string(i) + "_npuprof"));
+    REQUIRE(test::fs::is_directory(out.path()));
+  }
+  CHECK(outputs_in(dir).size() == 5000);
+}
+
+TEST_CASE("a file or a symlink at a predicted name is passed over, never followed") {
+  test::temp_dir dir, elsewhere;
+  const auto precious = elsewhere.path / "precious";
+  std::ofstream(precious) << "original";
+  auto plant = [&](const std::string& name, int kind) {
+    const auto at = dir.path / name;
+    if (kind == 0) std::ofstream(at) << "planted";
+    if (kind == 1) test::fs::create_symlink(elsewhere.path / "missing", at);     // dangling
+    if (kind == 2) test::fs::create_directory_symlink(elsewhere.path, at);     // to a directory
+    if (kind == 3) test::fs::create_symlink(precious, at);                     // to a file
+  };
+  // Directly: each kind at the names of one instant.
+  const std::int64_t when = npuprof::wall_ns();
+  for (int k = 0; k < 4; ++k) plant(npuprof::detail::output_dir_name("w", 7, when, static_cast<unsigned>(k)), k);
+  const auto out = npuprof::detail::make_output_dir(dir.path.string(), "w", 7, when);
+  CHECK(out.path().filename() == npuprof::detail::output_dir_name("w", 7, when, 4));
+  CHECK(test::fs::is_directory(test::fs::symlink_status(out.path())));
+
+  // Through a session: every name of the next three seconds is taken.
+  auto cfg = test::config_in(dir);
+  cfg.worker_name = "planted";
+  const std::int64_t now = npuprof::wall_ns();
+  for (int ms = -5; ms < 3000; ++ms) {
+    plant(npuprof::detail::output_dir_name("planted", static_cast<std::uint32_t>(::getpid()), now + ms * 1'000'000LL),
+          (ms + 5) % 4);
+  }
+  npuprof::session s{cfg};
+  s.start();
+  npuprof::mark("written");
+  const auto written = s.stop();
+  CHECK_MESSAGE(written.filename().string().size() > 10, written);
+  CHECK(written.filename().string().substr(written.filename().string().size() - 10) == "_1_npuprof");
+  CHECK(test::fs::is_directory(test::fs::symlink_status(written)));
+  CHECK(test::load(written).count("written") == 1);
+  // Nothing went where the symlinks point.
+  std::vector<std::string> there;
+  for (auto& e : test::fs::directory_iterator(elsewhere.path)) there.push_back(e.path().filename().string());
+  CHECK(there == std::vector<std::string>{"precious"});
+  std::ifstream in(precious);
+  CHECK(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) == "original");
+}
+
+TEST_CASE("output directories are 0750 and their files 0640, whatever the umask") {
+  test::temp_dir dir;
+  const ::mode_t old = ::umask(0);
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  npuprof::mark("m");
+  const auto out = s.stop();
+  ::umask(old);
+  struct ::stat st {};
+  REQUIRE(::stat(out.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0750);
+  std::size_t files = 0;
+  for (auto& e : test::fs::directory_iterator(out)) {
+    CAPTURE(e.path());
+    REQUIRE(::lstat(e.path().c_str(), &st) == 0);
+    CHECK(S_ISREG(st.st_mode));
+    CHECK((st.st_mode & 07777) == 0640);
+    ++files;
+  }
+  CHECK(files == 3);
+}
+
+TEST_CASE("files are created only anew, never through a symlink; a directory swapped for a symlink is not followed") {
+  test::temp_dir dir, elsewhere;
+  const auto precious = elsewhere.path / "precious";
+  std::ofstream(precious) << "original";
+  test::fs::create_symlink(precious, dir.path / "trace_view.json");
+  test::fs::create_symlink(elsewhere.path / "missing", dir.path / "range_summary.csv");
+  auto in_dir = npuprof::detail::output_directory::open_existing(dir.path);
+  CHECK_EQ(error_of([&] { npuprof::detail::write_file(in_dir, "trace_view.json", "replaced"); }),
+           "npuprof: cannot create '" + (dir.path / "trace_view.json").string() + "': " + std::strerror(EEXIST));
+  CHECK_EQ(error_of([&] { npuprof::detail::write_file(in_dir, "range_summary.csv", "created"); }),
+           "npuprof: cannot create '" + (dir.path / "range_summary.csv").string() + "': " + std::strerror(EEXIST));
+  CHECK_EQ(error_of([&] { npuprof::detail::write_trace_view(npuprof::trace_data{}, (dir.path / "trace_view.json").string()); }),
+           "npuprof: cannot create '" + (dir.path / "trace_view.json").string() + "': " + std::strerror(EEXIST));
+  CHECK(test::fs::is_symlink(dir.path / "trace_view.json"));
+  CHECK_FALSE(test::fs::exists(elsewhere.path / "missing"));
+  {
+    std::ifstream in(precious);
+    CHECK(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) == "original");
+  }
+
+  // Made, then moved away and a symlink put in its place: files still go
+  // into the directory made, and discarding removes them and nothing else.
+  auto made = npuprof::detail::make_output_dir(dir.path.string(), "swap", 1, npuprof::wall_ns());
+  const auto moved = dir.path / "moved";
+  test::fs::rename(made.path(), moved);
+  test::fs::create_directory_symlink(elsewhere.path, made.path());
+  npuprof::detail::write_file(made, "profiler_metadata.json", "{}\n");
+  CHECK(test::fs::exists(moved / "profiler_metadata.json"));
+  CHECK_FALSE(test::fs::exists(elsewhere.path / "profiler_metadata.json"));
+  made.discard();
+  CHECK(test::fs::is_empty(moved));
+  CHECK(test::fs::is_symlink(made.path()));
+  std::vector<std::string> there;
+  for (auto& e : test::fs::directory_iterator(elsewhere.path)) there.push_back(e.path().filename().string());
+  CHECK(there == std::vector<std::string>{"precious"});
+}
+
+TEST_CASE("a worker name cannot leave output_dir") {
+  using npuprof::detail::safe_worker_name;
+  CHECK(safe_worker_name("../../evil") == ".._.._evil");
+  CHECK(safe_worker_name("a/b") == "a_b");
+  CHECK(safe_worker_name(".") == "_");
+  CHECK(safe_worker_name("..") == "_");
+  CHECK(safe_worker_name("node 1:\xc3\xbc") == "node_1___");
+  CHECK(safe_worker_name("rank-0.host_A") == "rank-0.host_A");
+  CHECK(safe_worker_name("") == safe_worker_name(npuprof::detail::host_name()));
+  CHECK(safe_worker_name(std::string(300, 'x')).size() == 128);
+
+  test::temp_dir dir;
+  const auto out = dir.path / "a" / "b";
+  for (const char* worker : {"../../evil", "a/b", "..", "/abs"}) {
+    CAPTURE(worker);
+    auto cfg = test::config_in(dir);
+    cfg.output_dir = out.string();
+    {
+      test::scoped_env name("NPUPROF_WORKER_NAME", worker);
+      test::scoped_env config_file("NPUPROF_CONFIG", nullptr);
+      cfg.apply_env();
+    }
+    npuprof::session s{cfg};
+    s.start();
+    const auto written = s.stop();
+    CHECK(written.parent_path() == test::fs::absolute(out));
+    CHECK(written.filename().string().rfind(safe_worker_name(worker) + "_" + std::to_string(::getpid()) + "_", 0) == 0);
+  }
+  // Nothing anywhere else: the tree holds a/b and the four directories in it.
+  auto names_in = [](const test::fs::path& p) {
+    std::vector<std::string> names;
+    for (auto& e : test::fs::directory_iterator(p)) names.push_back(e.path().filename().string());
+    return names;
+  };
+  CHECK(names_in(dir.path) == std::vector<std::string>{"a"});
+  CHECK(names_in(dir.path / "a") == std::vector<std::string>{"b"});
+  CHECK(names_in(out).size() == 4);
 }
 
 TEST_CASE("a session still running at exit() is stopped and written") {

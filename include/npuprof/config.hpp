@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +16,8 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -222,12 +225,66 @@ inline std::vector<std::string> json_string_list(const std::string& source, cons
   return out;
 }
 
+/// The values a numeric setting accepts, both ends included.
+struct int_range {
+  long long lo, hi;
+};
+
+inline constexpr int_range buffer_size_kb_range{1, 1LL << 30};  // up to 1 TiB
+inline constexpr int_range chunk_size_kb_range{1, 4096};
+inline constexpr int_range flush_interval_ms_range{1, 60'000};
+inline constexpr int_range device_events_per_stream_range{2, 65'536};
+inline constexpr int_range device_wait_ms_range{0, 600'000};
+inline constexpr int_range rank_range{-1, 1'000'000};  // rank, local_rank, world_size
+inline constexpr int_range min_duration_us_range{0, 3'600'000'000LL};  // an hour
+inline constexpr int_range host_sys_interval_ms_range{1, 3'600'000};
+inline constexpr int_range memory_mb_range{1, 1'048'576};  // 1 TiB
+inline constexpr double window_s_max = 7 * 24 * 3600.0;     // a week
+
+inline std::string range_text(int_range r) {
+  return "between " + std::to_string(r.lo) + " and " + std::to_string(r.hi);
+}
+
 template <class T>
-inline T json_unsigned(const std::string& source, const std::string& key, const nlohmann::json& v) {
-  if (!v.is_number_integer() || (v.is_number_integer() && v.get<long long>() < 0)) {
-    key_error(source, key, "expected a non-negative integer, got " + (v.is_number() ? v.dump() : json_type_name(v)));
+inline bool in_range(T v, int_range r) {
+  if constexpr (std::is_signed_v<T>) {
+    return static_cast<long long>(v) >= r.lo && static_cast<long long>(v) <= r.hi;
+  } else {
+    return static_cast<unsigned long long>(v) <= static_cast<unsigned long long>(r.hi) &&
+           (r.lo <= 0 || static_cast<unsigned long long>(v) >= static_cast<unsigned long long>(r.lo));
   }
-  return static_cast<T>(v.get<unsigned long long>());
+}
+
+/// An integer in `r` from JSON; anything else is an error naming the key,
+/// the value and the range.
+template <class T>
+inline T json_integer(const std::string& source, const std::string& key, const nlohmann::json& v, int_range r) {
+  if (!v.is_number_integer()) {
+    key_error(source, key,
+              "expected an integer " + range_text(r) + ", got " + (v.is_number() ? v.dump() : json_type_name(v)));
+  }
+  const bool ok = v.is_number_unsigned() ? in_range(v.get<std::uint64_t>(), r) : in_range(v.get<std::int64_t>(), r);
+  if (!ok) key_error(source, key, "must be " + range_text(r) + ", got " + v.dump());
+  return static_cast<T>(v.get<std::int64_t>());
+}
+
+/// An integer in `r` from the environment variable `name` (setting `key`),
+/// when set; anything else is an error naming both, the value and the range.
+template <class T>
+inline void env_integer(const char* name, std::string_view key, int_range r, T& out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return;
+  const std::string_view text(v);
+  long long n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  const std::string where = std::string("environment variable ") + name + " (" + std::string(key) + "): ";
+  if (text.empty() || end != text.data() + text.size() || (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    throw config_error(where + "expected an integer " + range_text(r) + ", got '" + std::string(text) + "'");
+  }
+  if (ec == std::errc::result_out_of_range || n < r.lo || n > r.hi) {
+    throw config_error(where + "must be " + range_text(r) + ", got '" + std::string(text) + "'");
+  }
+  out = static_cast<T>(n);
 }
 
 inline void warn(config& cfg, std::string msg) {
@@ -298,8 +355,11 @@ inline ::npuprof::flight_recorder json_flight_recorder(const std::string& source
     } else if (it.key() == "window_s") {
       if (!it->is_number()) key_error(source, key, "expected a number of seconds, got " + json_type_name(*it));
       f.window_s = it->get<double>();
+      if (!(f.window_s > 0 && f.window_s <= window_s_max)) {
+        key_error(source, key, "must be above 0 and at most a week (604800), got " + std::to_string(f.window_s));
+      }
     } else if (it.key() == "memory_mb") {
-      f.memory_mb = json_unsigned<std::size_t>(source, key, *it);
+      f.memory_mb = json_integer<std::size_t>(source, key, *it, memory_mb_range);
     } else if (it.key() == "signal") {
       if (!it->is_string() || !parse_signal(it->get<std::string>(), f.signal)) {
         key_error(source, key, "expected \"SIGUSR1\", \"SIGUSR2\" or \"none\", got " + it->dump());
@@ -362,12 +422,11 @@ inline config config::from_json(std::string_view text, const std::string& source
       if (!v.is_boolean()) detail::key_error(source, key, "expected true or false, got " + detail::json_type_name(v));
       cfg.mstx_forward = v.get<bool>();
     } else if (key == "device_events_per_stream") {
-      cfg.device_events_per_stream = detail::json_unsigned<std::uint32_t>(source, key, v);
+      cfg.device_events_per_stream =
+          detail::json_integer<std::uint32_t>(source, key, v, detail::device_events_per_stream_range);
     } else if (key == "rank" || key == "local_rank" || key == "world_size") {
-      if (!v.is_number_integer() || v.get<long long>() < -1 || v.get<long long>() > 1'000'000) {
-        detail::key_error(source, key, "expected an integer from -1 to 1000000, got " + v.dump());
-      }
-      (key == "rank" ? cfg.rank : key == "local_rank" ? cfg.local_rank : cfg.world_size) = v.get<int>();
+      (key == "rank" ? cfg.rank : key == "local_rank" ? cfg.local_rank : cfg.world_size) =
+          detail::json_integer<int>(source, key, v, detail::rank_range);
     } else if (key == "schedule") {
       cfg.schedule = detail::json_schedule(source, v);
     } else if (key == "flight_recorder") {
@@ -382,17 +441,17 @@ inline config config::from_json(std::string_view text, const std::string& source
         cfg.host_sys.push_back(v[i].get<std::string>());
       }
     } else if (key == "host_sys_interval_ms") {
-      cfg.host_sys_interval_ms = detail::json_unsigned<unsigned>(source, key, v);
+      cfg.host_sys_interval_ms = detail::json_integer<unsigned>(source, key, v, detail::host_sys_interval_ms_range);
     } else if (key == "min_duration_us") {
-      cfg.min_duration_us = detail::json_unsigned<std::uint64_t>(source, key, v);
+      cfg.min_duration_us = detail::json_integer<std::uint64_t>(source, key, v, detail::min_duration_us_range);
     } else if (key == "device_wait_ms") {
-      cfg.device_wait_ms = detail::json_unsigned<unsigned>(source, key, v);
+      cfg.device_wait_ms = detail::json_integer<unsigned>(source, key, v, detail::device_wait_ms_range);
     } else if (key == "buffer_size_kb") {
-      cfg.buffer_size_kb = detail::json_unsigned<std::size_t>(source, key, v);
+      cfg.buffer_size_kb = detail::json_integer<std::size_t>(source, key, v, detail::buffer_size_kb_range);
     } else if (key == "chunk_size_kb") {
-      cfg.chunk_size_kb = detail::json_unsigned<std::size_t>(source, key, v);
+      cfg.chunk_size_kb = detail::json_integer<std::size_t>(source, key, v, detail::chunk_size_kb_range);
     } else if (key == "flush_interval_ms") {
-      cfg.flush_interval_ms = detail::json_unsigned<unsigned>(source, key, v);
+      cfg.flush_interval_ms = detail::json_integer<unsigned>(source, key, v, detail::flush_interval_ms_range);
     } else {
       detail::warn(cfg, detail::unknown_key_warning(source, key));
     }
@@ -422,7 +481,10 @@ inline void config::apply_env() {
   }
   if (const char* v = env("NPUPROF_DOMAIN_INCLUDE")) domain_include = detail::split_list(v);
   if (const char* v = env("NPUPROF_DOMAIN_EXCLUDE")) domain_exclude = detail::split_list(v);
-  if (const char* v = env("NPUPROF_OUTPUT_DIR")) output_dir = v;
+  if (const char* v = env("NPUPROF_OUTPUT_DIR")) {
+    if (*v == '\0') env_error("NPUPROF_OUTPUT_DIR", "is empty; unset it, or use '.' for the current directory");
+    output_dir = v;
+  }
   if (const char* v = env("NPUPROF_WORKER_NAME")) worker_name = v;
   if (const char* v = env("NPUPROF_BACKEND")) backend = v;
   if (const char* v = env("NPUPROF_MSTX_FORWARD")) {
@@ -430,50 +492,25 @@ inline void config::apply_env() {
       env_error("NPUPROF_MSTX_FORWARD", std::string("expected 1/0, true/false, on/off or yes/no, got '") + v + "'");
     }
   }
-  auto number = [&](const char* name, std::size_t& out) {
-    if (const char* v = env(name)) {
-      char* end = nullptr;
-      errno = 0;
-      const unsigned long long n = std::strtoull(v, &end, 10);
-      if (*v == '\0' || *v == '-' || *end != '\0' || errno != 0) {
-        env_error(name, std::string("expected a non-negative integer, got '") + v + "'");
-      }
-      out = static_cast<std::size_t>(n);
-    }
-  };
-  number("NPUPROF_BUFFER_SIZE_KB", buffer_size_kb);
-  number("NPUPROF_CHUNK_SIZE_KB", chunk_size_kb);
-  std::size_t flush = flush_interval_ms;
-  number("NPUPROF_FLUSH_INTERVAL_MS", flush);
-  flush_interval_ms = static_cast<unsigned>(flush);
-  auto rank_number = [&](const char* name, int& out) {
-    std::size_t n = 0;
-    if (std::getenv(name) == nullptr) return;
-    number(name, n);
-    if (n > 1'000'000) env_error(name, "must be at most 1000000");
-    out = static_cast<int>(n);
-  };
-  rank_number("RANK", rank);
-  rank_number("LOCAL_RANK", local_rank);
-  rank_number("WORLD_SIZE", world_size);
-  std::size_t events = device_events_per_stream;
-  number("NPUPROF_DEVICE_EVENTS_PER_STREAM", events);
-  device_events_per_stream = static_cast<std::uint32_t>(std::min<std::size_t>(events, std::size_t{1} << 30));
+  detail::env_integer("NPUPROF_BUFFER_SIZE_KB", "buffer_size_kb", detail::buffer_size_kb_range, buffer_size_kb);
+  detail::env_integer("NPUPROF_CHUNK_SIZE_KB", "chunk_size_kb", detail::chunk_size_kb_range, chunk_size_kb);
+  detail::env_integer("NPUPROF_FLUSH_INTERVAL_MS", "flush_interval_ms", detail::flush_interval_ms_range,
+                      flush_interval_ms);
+  detail::env_integer("RANK", "rank", detail::rank_range, rank);
+  detail::env_integer("LOCAL_RANK", "local_rank", detail::rank_range, local_rank);
+  detail::env_integer("WORLD_SIZE", "world_size", detail::rank_range, world_size);
+  detail::env_integer("NPUPROF_DEVICE_EVENTS_PER_STREAM", "device_events_per_stream",
+                      detail::device_events_per_stream_range, device_events_per_stream);
   if (const char* v = env("NPUPROF_FLIGHT_RECORDER")) {
     if (!detail::parse_bool_text(v, flight.enabled)) {
       env_error("NPUPROF_FLIGHT_RECORDER", std::string("expected 1/0, true/false, on/off or yes/no, got '") + v + "'");
     }
   }
   if (const char* v = env("NPUPROF_HOST_SYS")) host_sys = detail::split_list(v);
-  std::size_t host_interval = host_sys_interval_ms;
-  number("NPUPROF_HOST_SYS_INTERVAL_MS", host_interval);
-  host_sys_interval_ms = static_cast<unsigned>(std::min<std::size_t>(host_interval, 1u << 30));
-  std::size_t min_us = static_cast<std::size_t>(min_duration_us);
-  number("NPUPROF_MIN_DURATION_US", min_us);
-  min_duration_us = min_us;
-  std::size_t wait = device_wait_ms;
-  number("NPUPROF_DEVICE_WAIT_MS", wait);
-  device_wait_ms = static_cast<unsigned>(std::min<std::size_t>(wait, 1u << 30));
+  detail::env_integer("NPUPROF_HOST_SYS_INTERVAL_MS", "host_sys_interval_ms", detail::host_sys_interval_ms_range,
+                      host_sys_interval_ms);
+  detail::env_integer("NPUPROF_MIN_DURATION_US", "min_duration_us", detail::min_duration_us_range, min_duration_us);
+  detail::env_integer("NPUPROF_DEVICE_WAIT_MS", "device_wait_ms", detail::device_wait_ms_range, device_wait_ms);
 }
 
 inline config config::from_env() {
@@ -493,9 +530,12 @@ inline config config::from_env() {
 
 inline void config::validate() const {
   auto bad = [&](const char* key, const std::string& what) { detail::key_error(source, key, what); };
-  if (chunk_size_kb < 1 || chunk_size_kb > 4096) {
-    bad("chunk_size_kb", "must be between 1 and 4096, got " + std::to_string(chunk_size_kb));
-  }
+  auto check = [&](const char* key, auto value, detail::int_range r) {
+    if (!detail::in_range(value, r)) bad(key, "must be " + detail::range_text(r) + ", got " + std::to_string(value));
+  };
+  if (output_dir.empty()) bad("output_dir", "is empty; use \".\" for the current directory");
+  check("chunk_size_kb", chunk_size_kb, detail::chunk_size_kb_range);
+  check("buffer_size_kb", buffer_size_kb, detail::buffer_size_kb_range);
   if (buffer_size_kb < chunk_size_kb) {
     bad("buffer_size_kb", "must be at least chunk_size_kb (" + std::to_string(chunk_size_kb) + "), got " +
                               std::to_string(buffer_size_kb));
@@ -503,15 +543,15 @@ inline void config::validate() const {
   if (buffer_size_kb / chunk_size_kb > 1'000'000) {
     bad("buffer_size_kb", "makes more than a million chunks; raise chunk_size_kb");
   }
-  if (flush_interval_ms < 1 || flush_interval_ms > 60'000) {
-    bad("flush_interval_ms", "must be between 1 and 60000, got " + std::to_string(flush_interval_ms));
-  }
+  check("flush_interval_ms", flush_interval_ms, detail::flush_interval_ms_range);
   if (backend != "auto" && backend != "acl" && backend != "host") {
     bad("backend", "must be \"auto\", \"acl\" or \"host\", got \"" + backend + "\"");
   }
-  if (device_events_per_stream < 2 || device_events_per_stream > 65536) {
-    bad("device_events_per_stream", "must be between 2 and 65536, got " + std::to_string(device_events_per_stream));
-  }
+  check("device_events_per_stream", device_events_per_stream, detail::device_events_per_stream_range);
+  check("device_wait_ms", device_wait_ms, detail::device_wait_ms_range);
+  check("rank", rank, detail::rank_range);
+  check("local_rank", local_rank, detail::rank_range);
+  check("world_size", world_size, detail::rank_range);
   if (world_size >= 0 && rank >= world_size) {
     bad("rank", "must be below world_size (" + std::to_string(world_size) + "), got " + std::to_string(rank));
   }
@@ -520,26 +560,18 @@ inline void config::validate() const {
       bad("host_sys", "unknown source \"" + h + "\"; expected \"cpu\", \"mem\", \"disk\" or \"network\"");
     }
   }
-  if (host_sys_interval_ms < 1 || host_sys_interval_ms > 3'600'000) {
-    bad("host_sys_interval_ms", "must be between 1 and 3600000, got " + std::to_string(host_sys_interval_ms));
-  }
+  check("host_sys_interval_ms", host_sys_interval_ms, detail::host_sys_interval_ms_range);
+  check("min_duration_us", min_duration_us, detail::min_duration_us_range);
   if (schedule) {
     if (const std::string why = schedule->problem(); !why.empty()) bad("schedule", why);
     if (flight.enabled) bad("schedule", "cannot be used together with flight_recorder");
   }
-  if (flight.enabled) {
-    if (!(flight.window_s > 0 && flight.window_s <= 7 * 24 * 3600.0)) {
-      bad("flight_recorder.window_s", "must be above 0 and at most a week (604800), got " + std::to_string(flight.window_s));
-    }
-    if (flight.memory_mb < 1 || flight.memory_mb > 1024 * 1024) {
-      bad("flight_recorder.memory_mb", "must be between 1 and 1048576, got " + std::to_string(flight.memory_mb));
-    }
-    if (flight.memory_mb * 1024 < 4 * chunk_size_kb) {
-      bad("flight_recorder.memory_mb", "must hold at least 4 chunks of chunk_size_kb (" + std::to_string(chunk_size_kb) + ")");
-    }
+  if (!(flight.window_s > 0 && flight.window_s <= detail::window_s_max)) {
+    bad("flight_recorder.window_s", "must be above 0 and at most a week (604800), got " + std::to_string(flight.window_s));
   }
-  if (device_wait_ms > 600'000) {
-    bad("device_wait_ms", "must be at most 600000, got " + std::to_string(device_wait_ms));
+  check("flight_recorder.memory_mb", flight.memory_mb, detail::memory_mb_range);
+  if (flight.enabled && flight.memory_mb * 1024 < 4 * chunk_size_kb) {
+    bad("flight_recorder.memory_mb", "must hold at least 4 chunks of chunk_size_kb (" + std::to_string(chunk_size_kb) + ")");
   }
 }
 

@@ -355,6 +355,7 @@ inline std::size_t segment_bytes(const segment& s) {
 }  // namespace detail
 
 inline void session::start() {
+  detail::check_output_dir(cfg_.output_dir);  // its problems show now, not at the first write
   detail::process_state& st = detail::state();
   std::lock_guard<std::recursive_mutex> lock(st.control);
   if (running()) throw error("npuprof: cannot start the session: it is already running");
@@ -662,21 +663,21 @@ inline std::filesystem::path session::write_to(const std::string& parent) {
 inline std::filesystem::path session::write_data(const trace_data& d, const std::string& parent) {
   std::string worker = cfg_.worker_name.empty() ? d.hostname : cfg_.worker_name;
   if (cfg_.worker_name.empty() && cfg_.rank >= 0) worker += "_rank" + std::to_string(cfg_.rank);
-  const auto dir = detail::make_output_dir(parent, worker, d.pid, d.wall_start_ns);
+  // Named for when it is written, not for when the data begins.
+  detail::output_directory dir = detail::make_output_dir(parent, worker, d.pid, wall_ns());
   try {
-    detail::write_trace_view(d, (dir / "trace_view.json").string());
-    detail::write_file((dir / "profiler_metadata.json").string(),
+    detail::write_trace_view(d, dir);
+    detail::write_file(dir, "profiler_metadata.json",
                        detail::render_metadata(d, trace_id_, user_metadata_)
                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
                        "\n");
-    detail::write_file((dir / "range_summary.csv").string(), detail::render_summary(d));
+    detail::write_file(dir, "range_summary.csv", detail::render_summary(d));
   } catch (...) {
     // No half-written output directory is left for a viewer to trip over.
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
+    dir.discard();
     throw;
   }
-  return dir;
+  return dir.path();
 }
 
 // Writes under the configured output_dir and tells on_trace_ready.

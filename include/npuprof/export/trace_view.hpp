@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <string>
@@ -523,9 +524,18 @@ class trace_view_writer {
   bool first_ = true;
 };
 
-/// Writes trace_view.json to `path`, streaming.
+/// Writes trace_view.json into `dir`, streaming.
+inline void write_trace_view(const trace_data& data, output_directory& dir) {
+  file_writer file(dir, "trace_view.json");
+  trace_view_writer(data).write([&](std::string_view piece) { file.write(piece); });
+  file.close();
+}
+
+/// Writes a new file at `path` (in an existing directory), streaming.
 inline void write_trace_view(const trace_data& data, const std::string& path) {
-  file_writer file(path);
+  const std::filesystem::path p(path);
+  output_directory dir = output_directory::open_existing(p.has_parent_path() ? p.parent_path() : ".");
+  file_writer file(dir, p.filename().string());
   trace_view_writer(data).write([&](std::string_view piece) { file.write(piece); });
   file.close();
 }

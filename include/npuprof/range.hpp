@@ -35,7 +35,6 @@ class scoped_core {
     if (NPUPROF_UNLIKELY(s & forward_bit)) forward_begin(s, m, stream);
     if (m.is_registered()) {
       tag_ = make_tag(kind::complete, s - 1u, m.id());
-      count_open(1);
       word_ = raw_ticks();
       if (stream != nullptr) device_ = begin_device_event(stream);
       return;
@@ -48,10 +47,7 @@ class scoped_core {
     if (tag_ == 0) return;
     if (tag_kind(tag_) != kind::complete) {
       write_end(word_, stream_);
-      return;
-    }
-    count_open(-1);
-    if (stream_ == nullptr) {
+    } else if (stream_ == nullptr) {
       write3(word_, tag_, raw_ticks());
     } else {
       write_complete_on_stream(word_, tag_, stream_, device_);
@@ -62,17 +58,6 @@ class scoped_core {
   void forward_begin(std::uint16_t s, message m, stream_t stream) noexcept {
     forwarded_ = forward_range_start(s, m, stream);
     forward_domain_ = forwarded_domain(s);
-  }
-
-  // A registered range writes nothing before its end: its thread counts it
-  // as open meanwhile (a plain add by the owner), for a session that stops
-  // before it ends.
-  NPUPROF_ALWAYS_INLINE static void count_open(std::int64_t delta) noexcept {
-    thread_buffer* tb = this_thread_buffer();
-    if (NPUPROF_LIKELY(tb != nullptr)) {
-      tb->open_registered.store(tb->open_registered.load(std::memory_order_relaxed) + delta,
-                                std::memory_order_relaxed);
-    }
   }
 
   // Out of line: copying is the slower path, and keeps the inline part small.

@@ -842,7 +842,6 @@ inline std::shared_ptr<trace_data> session::collect(const segments& from_segment
   for (const detail::segment& s : from_segments) dec.add(s);
   dec.finish(end.ticks, d->counts.dropped_range_ends != 0);
 
-  d->counts.open_registered_ranges = st.threads.open_registered_ranges();
   d->counts.dropped_by_thread = take_counts ? st.threads.take_drops() : st.threads.peek_drops_by_thread();
   for (auto& [tid, n] : d->counts.dropped_by_thread) d->counts.dropped += n;
   d->counts.dropped += count(st.stats.unregistered_drops);

@@ -6,7 +6,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -25,10 +24,6 @@ struct thread_buffer {
   std::uint64_t* limit = nullptr;  // end of the current chunk
   std::uint64_t id_base = 0;       // high bits of this buffer's range ids
   std::uint64_t id_seq = 0;        // low bits of the last range id given out
-  // Scoped ranges with a registered string begun and not yet ended: they
-  // write nothing until their end, so a session that stops meanwhile counts
-  // them from here. Written by the owner only.
-  std::atomic<std::int64_t> open_registered{0};
 
   // Also read by the drainer.
   std::atomic<chunk*> current{nullptr};
@@ -132,16 +127,6 @@ class thread_registry {
       if (d != 0) out[tb->tid] += d;
     }
     return out;
-  }
-
-  /// Registered scoped ranges open now on live threads.
-  std::uint64_t open_registered_ranges() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    std::int64_t n = 0;
-    for (thread_buffer* tb : all_) {
-      if (tb->live.load(std::memory_order_acquire)) n += std::max<std::int64_t>(0, tb->open_registered.load(std::memory_order_relaxed));
-    }
-    return static_cast<std::uint64_t>(n);
   }
 
   /// Drops of live threads so far, without resetting them.

@@ -795,6 +795,7 @@ inline std::shared_ptr<trace_data> session::collect(const segments& from_segment
   d->counts.truncated_messages = count(st.stats.truncated_messages);
   d->counts.null_messages = count(st.stats.null_messages);
   d->counts.rejected_domain_names = st.stats.rejected_domain_names.load();
+  d->counts.destroyed_domain_calls = count(st.stats.destroyed_domain_calls);
   return d;
 }
 

@@ -2,15 +2,24 @@
 // program (torch_npu, operator libraries, serving engines) goes into an
 // npuprof trace, with no rebuild.
 //
-// On InitInjectionMstx the library fills the CORE and CORE_DOMAIN function
-// tables (and CORE_MEM, when the program has it, with functions that accept
-// and ignore), then starts a session configured from NPUPROF_CONFIG and the
-// NPUPROF_* environment, unless the program already runs one. The session is
-// written when the process exits.
+// On InitInjectionMstx the library starts a session configured from
+// NPUPROF_CONFIG and the NPUPROF_* environment, unless the program already
+// runs one, and only then fills the CORE and CORE_DOMAIN function tables (and
+// CORE_MEM, when the program has it, with functions that accept and ignore):
+// a thread that finds npuprof's functions in the table is recorded. The
+// session is written when the process exits.
+//
+// A toolkit mstx library that npuprof forwards to may load this library
+// again (it reads MSTX_INJECTION_PATH on its first call): that nested
+// InitInjectionMstx declines, and npuprof does not forward to it.
 #include <npuprof/npuprof.hpp>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
 
 #include "mstx_abi.h"
 
@@ -38,8 +47,34 @@ npuprof::runtime_domain default_domain() {
   return d;
 }
 
+// An mstx domain handle: npuprof's domain of that name, and whether the
+// program destroyed it. Never freed: a name keeps its handle for the life of
+// the process, and creating the name again after a destroy revives it.
+struct mstx_domain {
+  domain_handle* handle;
+  std::atomic<bool> destroyed{false};
+};
+
+mstx_domain* as_domain(mstxDomainHandle_t h) { return reinterpret_cast<mstx_domain*>(h); }
+
+// A NULL handle is mstx's default domain (the memory header's globalDomain).
 npuprof::runtime_domain from_handle(mstxDomainHandle_t h) {
-  return npuprof::runtime_domain(*reinterpret_cast<domain_handle*>(h));
+  return h == nullptr ? default_domain() : npuprof::runtime_domain(*as_domain(h)->handle);
+}
+
+// Marks and range starts on a destroyed domain record nothing: counted, and
+// the first one said on stderr.
+bool destroyed(mstxDomainHandle_t h) {
+  if (h == nullptr || !as_domain(h)->destroyed.load(std::memory_order_acquire)) return false;
+  npuprof::detail::state().stats.bump(npuprof::detail::state().stats.destroyed_domain_calls);
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    std::fprintf(stderr,
+                 "npuprof: mstx call on destroyed domain '%s' ignored (further ones are counted as "
+                 "destroyed_domain_calls)\n",
+                 as_domain(h)->handle->name);
+  }
+  return true;
 }
 
 void mark_a(const char* message, aclrtStream stream) { npuprof::mark(default_domain(), message, stream); }
@@ -59,28 +94,33 @@ mstxDomainHandle_t domain_create_a(const char* name) {
     npuprof::detail::state().stats.bump(npuprof::detail::state().stats.rejected_domain_names);
     return nullptr;
   }
+  static std::mutex mutex;
+  static auto* handles = new std::map<std::string, mstx_domain*>();
   try {
-    return reinterpret_cast<mstxDomainHandle_t>(&npuprof::domain_by_name(name).handle());
+    std::lock_guard<std::mutex> lock(mutex);
+    mstx_domain*& d = (*handles)[name];
+    if (d == nullptr) d = new mstx_domain{&npuprof::domain_by_name(name).handle()};
+    d->destroyed.store(false, std::memory_order_release);
+    return reinterpret_cast<mstxDomainHandle_t>(d);
   } catch (...) {
     return nullptr;
   }
 }
 
-// Domains live as long as the process (a name always maps to the same
-// handle), so destroying one has nothing to free.
-void domain_destroy(mstxDomainHandle_t) {}
+void domain_destroy(mstxDomainHandle_t domain) {
+  if (domain != nullptr) as_domain(domain)->destroyed.store(true, std::memory_order_release);
+}
 
 void domain_mark_a(mstxDomainHandle_t domain, const char* message, aclrtStream stream) {
-  if (domain != nullptr) npuprof::mark(from_handle(domain), message, stream);
+  if (!destroyed(domain)) npuprof::mark(from_handle(domain), message, stream);
 }
 
 mstxRangeId domain_range_start_a(mstxDomainHandle_t domain, const char* message, aclrtStream stream) {
-  return domain != nullptr ? npuprof::range_start(from_handle(domain), message, stream) : 0;
+  return destroyed(domain) ? 0 : npuprof::range_start(from_handle(domain), message, stream);
 }
 
-void domain_range_end(mstxDomainHandle_t domain, mstxRangeId id) {
-  if (domain != nullptr) npuprof::range_end(from_handle(domain), id);
-}
+// Ranges begun before the destroy still end.
+void domain_range_end(mstxDomainHandle_t domain, mstxRangeId id) { npuprof::range_end(from_handle(domain), id); }
 
 // Memory-tool calls are accepted and ignored. A heap registration gets a
 // non-null handle back, so that callers do not take it for a failure.
@@ -93,19 +133,26 @@ mstxFuncPointer fn(F f) {
   return reinterpret_cast<mstxFuncPointer>(f);
 }
 
-/// Asks for module `module`'s table and fills `slots`; false when the table is
-/// missing or has fewer slots than we fill.
-bool fill(mstxGetModuleFuncTableFunc get, int module, std::initializer_list<mstxFuncPointer> slots) {
+/// A module's table, asked for once: usable when it has `slots` slots past
+/// slot 0, each with a place to store a function.
+struct module_table {
   mstxFuncTable table = nullptr;
   unsigned size = 0;
-  if (get(module, &table, &size) != MSTX_SUCCESS || table == nullptr || size < slots.size() + 1) return false;
-  unsigned slot = 1;
-  for (mstxFuncPointer f : slots) {
-    if (table[slot] == nullptr) return false;
-    *table[slot++] = f;
+
+  bool get(mstxGetModuleFuncTableFunc getter, int module, std::size_t slots) {
+    if (getter(module, &table, &size) != MSTX_SUCCESS || table == nullptr || size < slots + 1) return false;
+    for (unsigned slot = 1; slot <= slots; ++slot) {
+      if (table[slot] == nullptr) return false;
+    }
+    return true;
   }
-  return true;
-}
+
+  // Other threads may call through the table as soon as a slot is stored.
+  void fill(std::initializer_list<mstxFuncPointer> slots) const {
+    unsigned slot = 1;
+    for (mstxFuncPointer f : slots) __atomic_store_n(table[slot++], f, __ATOMIC_RELEASE);
+  }
+};
 
 npuprof::session* g_session = nullptr;
 
@@ -124,18 +171,28 @@ void start_session() {
 
 extern "C" __attribute__((visibility("default"))) int InitInjectionMstx(mstxGetModuleFuncTableFunc get) {
   if (get == nullptr) return MSTX_FAIL;
-  const bool core = fill(get, MSTX_API_MODULE_CORE, {fn(&mark_a), fn(&range_start_a), fn(&range_end), fn(&get_tool_id)});
-  const bool domain = fill(get, MSTX_API_MODULE_CORE_DOMAIN,
-                           {fn(&domain_create_a), fn(&domain_destroy), fn(&domain_mark_a),
-                            fn(&domain_range_start_a), fn(&domain_range_end)});
-  if (!core || !domain) {
-    std::fprintf(stderr, "npuprof: mstx injection failed: the program's %s function table is missing or too small\n",
-                 !core ? "CORE" : "CORE_DOMAIN");
+  // Loaded again by the mstx library npuprof is opening to forward to: that
+  // library would hand the forwarded markers back, so it gets no tool.
+  if (npuprof::detail::mstx_opening_forward_target()) {
+    npuprof::detail::mstx_injection_reentered() = true;
     return MSTX_FAIL;
   }
+  module_table core, domain, mem;
+  const bool has_core = core.get(get, MSTX_API_MODULE_CORE, 4);
+  const bool has_domain = has_core && domain.get(get, MSTX_API_MODULE_CORE_DOMAIN, 5);
+  if (!has_core || !has_domain) {
+    std::fprintf(stderr, "npuprof: mstx injection failed: the program's %s function table is missing or too small\n",
+                 !has_core ? "CORE" : "CORE_DOMAIN");
+    return MSTX_FAIL;
+  }
+  npuprof::detail::mstx_loops().add_injector(reinterpret_cast<const void*>(get));
+  start_session();  // before the tables: every call that reaches npuprof is recorded
+  core.fill({fn(&mark_a), fn(&range_start_a), fn(&range_end), fn(&get_tool_id)});
+  domain.fill({fn(&domain_create_a), fn(&domain_destroy), fn(&domain_mark_a), fn(&domain_range_start_a),
+               fn(&domain_range_end)});
   // Optional: programs built with an mstx header without memory tools have no CORE_MEM table.
-  fill(get, MSTX_API_MODULE_CORE_MEM,
-       {fn(&mem_heap_register), fn(&mem_ignore), fn(&mem_ignore), fn(&mem_ignore)});
-  start_session();
+  if (mem.get(get, MSTX_API_MODULE_CORE_MEM, 4)) {
+    mem.fill({fn(&mem_heap_register), fn(&mem_ignore), fn(&mem_ignore), fn(&mem_ignore)});
+  }
   return MSTX_SUCCESS;
 }

@@ -39,12 +39,17 @@ class mstx_loader {
     return init(&get_table);
   }
 
-  // As the mstx header does: a slot the tool did not fill is a no-op.
+  // As the mstx header does: a slot the tool did not fill is a no-op. The
+  // tool may fill slots while other threads call.
   template <class F, class... A>
-  static decltype(std::declval<F>()(std::declval<A>()...)) call(mstxFuncPointer p, A... args) {
+  static decltype(std::declval<F>()(std::declval<A>()...)) call(mstxFuncPointer& slot, A... args) {
+    const mstxFuncPointer p = __atomic_load_n(&slot, __ATOMIC_ACQUIRE);
     if (p == nullptr) return decltype(std::declval<F>()(std::declval<A>()...))();
     return reinterpret_cast<F>(p)(args...);
   }
+
+  /// Whether the tool has filled the CORE table's range start.
+  bool has_range_start() { return __atomic_load_n(&core_[MSTX_API_CORE_RANGE_START_A], __ATOMIC_ACQUIRE) != nullptr; }
 
   void mark(const char* m, aclrtStream s = nullptr) { call<mstxMarkA_t>(core_[MSTX_API_CORE_MARK_A], m, s); }
   mstxRangeId range_start(const char* m, aclrtStream s = nullptr) {

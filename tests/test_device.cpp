@@ -547,6 +547,7 @@ TEST_CASE("a failing runtime call degrades the session to host-only with a messa
   stderr_capture err;
   npuprof::session s{device_config(dir)};
   s.start();
+  { npuprof::scoped_range<kernels> r{"before failure", st}; }  // the stream is checked and timed
   npuprof_sim_fail("aclrtRecordEvent", NPUPROF_SIM_ERROR_INTERNAL, 1);
   for (int i = 0; i < 5; ++i) {
     npuprof::scoped_range<kernels> r{"after failure", st};
@@ -556,7 +557,7 @@ TEST_CASE("a failing runtime call degrades the session to host-only with a messa
   auto t = test::load(s.stop());
   const std::string text = err.text();
   CHECK(host_of(t, "after failure").size() == 5);
-  CHECK(device_of(t, st).empty());
+  CHECK(device_of(t, st).size() <= 1);  // "before failure" only
   const std::string degraded = t.meta["backend"]["degraded"];
   CHECK(degraded.find("aclrtRecordEvent failed with error 507000") != std::string::npos);
   CHECK(text.find("npuprof: aclrtRecordEvent failed with error 507000") != std::string::npos);
@@ -568,6 +569,41 @@ TEST_CASE("a failing runtime call degrades the session to host-only with a messa
   auto t2 = test::load(again.stop());
   CHECK(device_of(t2, st).size() == 1);
   CHECK(t2.meta["backend"]["degraded"].is_null());
+  aclrtDestroyStream(st);
+}
+
+TEST_CASE("a stream the runtime does not know is not timed: host-only markers, counted, no crash") {
+  aclrtEvent ev = nullptr;
+  REQUIRE(aclrtCreateEventWithFlag(&ev, ACL_EVENT_TIME_LINE) == ACL_SUCCESS);
+  void* bogus = reinterpret_cast<void*>(0x1000);
+  CHECK(aclrtRecordEvent(ev, bogus) == NPUPROF_SIM_ERROR_INVALID_PARAM);  // refused, not dereferenced
+  CHECK(aclrtSynchronizeStream(bogus) == NPUPROF_SIM_ERROR_INVALID_PARAM);
+  CHECK(npuprof_sim_launch_kernel(bogus, 10) == NPUPROF_SIM_ERROR_INVALID_PARAM);
+  aclrtDestroyEvent(ev);
+
+  test::temp_dir dir;
+  aclrtStream st = new_stream();
+  stderr_capture err;
+  npuprof::session s{device_config(dir)};
+  s.start();
+  for (int i = 0; i < 3; ++i) {
+    npuprof::scoped_range<kernels> r{"on bogus", bogus};
+  }
+  npuprof::mark<kernels>("bogus mark", bogus);
+  { npuprof::scoped_range<kernels> r{"on valid", st}; npuprof_sim_launch_kernel(st, 100); }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the background thread reports it
+  auto t = test::load(s.stop());
+  const std::string text = err.text();
+  CHECK(host_of(t, "on bogus").size() == 3);
+  CHECK(t.count("bogus mark", "i") == 1);
+  CHECK(device_of(t, bogus).empty());
+  CHECK(device_of(t, bogus, "i").empty());
+  CHECK(device_of(t, st).size() == 1);  // valid streams keep their device timing
+  CHECK(t.meta["backend"]["degraded"].is_null());
+  CHECK(t.meta["backend"]["device_events"]["dropped_untimed_stream"] == 7);  // 3 ranges x 2, 1 mark
+  CHECK(t.meta["backend"]["untimed_streams"] >= 1);
+  CHECK(text.find("npuprof: stream 0x1000 is not a stream of the runtime (aclrtRecordEvent failed with error 107000)") !=
+        std::string::npos);
   aclrtDestroyStream(st);
 }
 

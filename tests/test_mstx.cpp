@@ -3,10 +3,13 @@
 // makes mstx calls and exits; the parent reads the trace it wrote.
 #include "support.hpp"
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <csignal>
+#include <fstream>
 #include <set>
 #include <thread>
 
@@ -28,8 +31,140 @@ test::trace run_child(const test::temp_dir& dir, const std::vector<std::pair<con
   });
 }
 
+/// Runs `body` in a child process with its stderr in `err`, and returns the
+/// trace it wrote at exit; a child still running after `limit` is killed and
+/// fails the test (a hang must not hang the suite).
+test::trace run_child_within(const test::temp_dir& dir, const test::fs::path& err,
+                             const std::vector<std::pair<const char*, const char*>>& env,
+                             const std::function<void()>& body, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    test_in_forked_child = true;
+    if (std::freopen(err.c_str(), "w", stderr) == nullptr) std::_Exit(6);
+    ::setenv("NPUPROF_OUTPUT_DIR", dir.path.c_str(), 1);
+    ::unsetenv("NPUPROF_CONFIG");
+    for (auto& [k, v] : env) ::setenv(k, v, 1);
+    body();
+    std::exit(0);
+  }
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  pid_t done = 0;
+  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (done == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    FAIL("the child process hung");
+  }
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  std::vector<test::fs::path> outputs;
+  for (auto& e : test::fs::directory_iterator(dir.path)) outputs.push_back(e.path());
+  REQUIRE(outputs.size() == 1);
+  return test::load(outputs[0]);
+}
+
+std::string read_text(const test::fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::size_t occurrences(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// The acl backend on the simulated runtime, forwarding to the stand-in
+// toolkit library, which itself loads MSTX_INJECTION_PATH (npuprof).
+const std::vector<std::pair<const char*, const char*>> forwarding_env = {
+    {"NPUPROF_BACKEND", "acl"},
+    {"NPUPROF_ACL_LIBRARY", NPUPROF_TEST_SIMULATED_ACL},
+    {"NPUPROF_MSTX_LIBRARY", NPUPROF_TEST_FAKE_MSTX},
+    {"NPUPROF_MSTX_FORWARD", "1"}};
+
 }  // namespace
 
+TEST_CASE("a toolkit library that loads npuprof itself is not forwarded to: no hang, each marker once") {
+  test::temp_dir dir, err_dir;
+  const test::fs::path err = err_dir.path / "stderr";
+  auto t = run_child_within(dir, err, forwarding_env, [] {
+    mstx_loader mstx;
+    if (mstx.load() != MSTX_SUCCESS) std::_Exit(3);
+    mstx.mark("first");
+    mstx.range_end(mstx.range_start("range"));
+    mstxDomainHandle_t comm = mstx.domain_create("comm");
+    mstx.domain_mark(comm, "comm mark");
+  });
+  CHECK(t.count("first", "i") == 1);
+  CHECK(t.count("range", "X") == 1);
+  CHECK(t.count("comm mark", "i") == 1);
+  CHECK(t.meta["backend"]["name"] == "acl");
+  const auto& fwd = t.meta["backend"]["mstx_forward"];
+  CHECK(fwd["library"].is_null());
+  CHECK(fwd["reason"].get<std::string>().find("loads npuprof's mstx injection library itself") != std::string::npos);
+  const std::string text = read_text(err);
+  INFO(text);
+  CHECK(occurrences(text, "npuprof: markers not forwarded: ") == 1);
+  CHECK(occurrences(text, "forwarding would loop\n") == 1);
+}
+
+TEST_CASE("the toolkit library that loaded npuprof is not forwarded to, and its markers are recorded once") {
+  test::temp_dir dir, err_dir;
+  const test::fs::path err = err_dir.path / "stderr";
+  auto t = run_child_within(dir, err, forwarding_env, [] {
+    // The program calls the toolkit library, which loads npuprof on this first call.
+    void* lib = ::dlopen(NPUPROF_TEST_FAKE_MSTX, RTLD_NOW);
+    if (lib == nullptr) std::_Exit(3);
+    auto mark = reinterpret_cast<mstxMarkA_t>(::dlsym(lib, "mstxMarkA"));
+    auto start = reinterpret_cast<mstxRangeStartA_t>(::dlsym(lib, "mstxRangeStartA"));
+    auto end = reinterpret_cast<mstxRangeEnd_t>(::dlsym(lib, "mstxRangeEnd"));
+    auto tool = reinterpret_cast<mstxGetToolId_t>(::dlsym(lib, "mstxGetToolId"));
+    mark("first", nullptr);
+    end(start("range", nullptr));
+    std::uint64_t id = 0;
+    tool(&id);
+    if (id != NPUPROF_MSTX_TOOL_ID) std::_Exit(4);  // npuprof is its tool
+  });
+  CHECK(t.count("first", "i") == 1);
+  CHECK(t.count("range", "X") == 1);
+  const auto& fwd = t.meta["backend"]["mstx_forward"];
+  CHECK(fwd["library"].is_null());
+  CHECK(fwd["reason"].get<std::string>().find("is the library that loaded npuprof") != std::string::npos);
+  const std::string text = read_text(err);
+  INFO(text);
+  CHECK(occurrences(text, "npuprof: markers not forwarded: ") == 1);
+}
+
+TEST_CASE("threads that find npuprof in the function table are recorded from their first call") {
+  // One thread loads the library while threads are started one after
+  // another; each makes its range as soon as it finds the table filled.
+  test::temp_dir dir2, err_dir;
+  auto t2 = run_child_within(dir2, err_dir.path / "stderr", {}, [] {
+    mstx_loader mstx;
+    std::atomic<int> failures{0};
+    std::thread loading([&] {
+      if (mstx.load() != MSTX_SUCCESS) failures.fetch_add(1);
+    });
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 100; ++i) {
+      threads.emplace_back([&] {
+        while (!mstx.has_range_start()) std::this_thread::yield();
+        const mstxRangeId id = mstx.range_start("early");
+        if (id == 0) failures.fetch_add(1);
+        mstx.range_end(id);
+      });
+    }
+    loading.join();
+    for (auto& th : threads) th.join();
+    if (failures.load() != 0) std::_Exit(7);
+  });
+  CHECK(t2.count("early", "X") == 100);
+  CHECK(t2.count_of("unmatched_range_ends") == 0);
+}
 
 TEST_CASE("marks, ranges and domains from several threads, with ends on other threads") {
   test::temp_dir dir;
@@ -61,12 +196,9 @@ TEST_CASE("marks, ranges and domains from several threads, with ends on other th
     if (unique.size() != 4 || unique.count(0) != 0) std::_Exit(4);  // ids unique, non-zero
     mstx.mark("on stream", reinterpret_cast<aclrtStream>(0x1234));
     mstx.domain_range_end(comm, mstx.domain_range_start(comm, "comm on stream", reinterpret_cast<aclrtStream>(0x5678)));
-    mstx.domain_destroy(comm);
-    mstx.domain_mark(comm, "after destroy");  // handles stay valid
   });
   CHECK(t.named("on stream", "i").at(0)["args"]["stream"] == "0x1234");
   CHECK(t.named("comm on stream", "X").at(0)["args"]["stream"] == "0x5678");
-  CHECK(t.count("after destroy", "i") == 1);
   for (int i = 0; i < 4; ++i) {
     const std::string n = std::to_string(i);
     CHECK(t.named("mark " + n, "i").at(0)["args"]["domain"] == "default");
@@ -111,7 +243,6 @@ TEST_CASE("bad domain names, messages and ids are refused or counted, never a cr
     }
     if (refused != 6 || mstx.domain_create(longest.c_str()) == nullptr) std::_Exit(5);
     mstx.mark(nullptr);
-    mstx.domain_mark(nullptr, "null domain");  // ignored
     mstx.range_end(0);
     mstx.range_end(987654321);  // never started
     const mstxRangeId r = mstx.range_start(std::string(600, 'x').c_str());
@@ -120,7 +251,6 @@ TEST_CASE("bad domain names, messages and ids are refused or counted, never a cr
   });
   CHECK(t.count_of("rejected_domain_names") == 6);
   CHECK(t.count_of("null_messages") == 1);
-  CHECK(t.count("null domain") == 0);
   CHECK(t.count_of("unmatched_range_ends") == 1);
   CHECK(t.count_of("repeated_range_ends") == 1);
   CHECK(t.count_of("truncated_messages") == 1);
@@ -165,4 +295,51 @@ TEST_CASE("a missing or too small function table is refused") {
     CHECK(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 0);
   }
+}
+
+TEST_CASE("a NULL domain is the default domain") {
+  test::temp_dir dir;
+  auto t = run_child(dir, {}, [](mstx_loader& mstx) {
+    mstx.domain_mark(nullptr, "null domain mark");
+    const mstxRangeId id = mstx.domain_range_start(nullptr, "null domain range");
+    if (id == 0) std::_Exit(4);
+    mstx.domain_range_end(nullptr, id);
+    mstx.domain_range_end(nullptr, mstx.range_start("default range, ended through NULL"));
+  });
+  CHECK(t.named("null domain mark", "i").at(0)["args"]["domain"] == "default");
+  CHECK(t.named("null domain range", "X").at(0)["args"]["domain"] == "default");
+  CHECK_FALSE(t.named("null domain range", "X").at(0)["args"].contains("incomplete"));
+  CHECK(t.named("default range, ended through NULL", "X").at(0)["args"]["domain"] == "default");
+  CHECK(t.count_of("unmatched_range_ends") == 0);
+}
+
+TEST_CASE("a destroyed domain records nothing, returns 0, warns once and counts; creating it again revives it") {
+  test::temp_dir dir, err_dir;
+  const test::fs::path err = err_dir.path / "stderr";
+  auto t = run_child_within(dir, err, {}, [] {
+    mstx_loader mstx;
+    if (mstx.load() != MSTX_SUCCESS) std::_Exit(3);
+    mstxDomainHandle_t comm = mstx.domain_create("comm");
+    const mstxRangeId open = mstx.domain_range_start(comm, "begun before destroy");
+    mstx.domain_destroy(comm);
+    mstx.domain_mark(comm, "after destroy");
+    mstx.domain_mark(comm, "after destroy");
+    if (mstx.domain_range_start(comm, "range after destroy") != 0) std::_Exit(4);
+    mstx.domain_range_end(comm, open);  // ranges begun before still end
+    mstxDomainHandle_t again = mstx.domain_create("comm");
+    if (again == nullptr) std::_Exit(5);
+    mstx.domain_mark(again, "recreated");
+    mstx.domain_range_end(again, mstx.domain_range_start(again, "recreated range"));
+  });
+  CHECK(t.count("after destroy") == 0);
+  CHECK(t.count("range after destroy") == 0);
+  CHECK(t.count("begun before destroy", "X") == 1);
+  CHECK_FALSE(t.named("begun before destroy", "X").at(0)["args"].contains("incomplete"));
+  CHECK(t.named("recreated", "i").at(0)["args"]["domain"] == "comm");
+  CHECK(t.count("recreated range", "X") == 1);
+  CHECK(t.count_of("destroyed_domain_calls") == 3);
+  CHECK(t.count_of("unmatched_range_ends") == 0);
+  const std::string text = read_text(err);
+  INFO(text);
+  CHECK(occurrences(text, "destroyed domain 'comm'") == 1);
 }

@@ -849,6 +849,7 @@ inline std::shared_ptr<trace_data> session::collect(const segments& from_segment
   d->counts.null_messages = count(st.stats.null_messages);
   d->counts.rejected_domain_names = st.stats.rejected_domain_names.load();
   d->counts.domains_over_limit = st.domains.over_limit_count();
+  d->counts.destroyed_domain_calls = count(st.stats.destroyed_domain_calls);
   return d;
 }
 

@@ -62,6 +62,7 @@ struct trace_counts {
   std::uint64_t domains_over_limit = 0;               // domains recorded under "(domains over the limit)"
   std::uint64_t corrupt_records = 0;
   std::uint64_t rejected_domain_names = 0;            // invalid names given to mstxDomainCreateA
+  std::uint64_t destroyed_domain_calls = 0;           // mstx marks and range starts on a destroyed domain
   std::uint64_t buffer_bytes = 0;                     // bytes the records took in the buffers
   std::uint64_t device_unresolved = 0;                // device events whose time could not be read
   std::uint64_t short_ranges = 0;                     // left out: shorter than min_duration_us

@@ -136,6 +136,37 @@ struct failure {
   int times;
 };
 
+// The streams this runtime created, found without locks: a stream handle the
+// runtime does not know is refused with an error, as a device runtime does,
+// never dereferenced. Insert-only (handles are never reused).
+class stream_registry {
+ public:
+  static constexpr std::size_t slots = 1u << 14;
+
+  void add(stream* s) {
+    for (std::size_t i = 0, at = hash(s); i < slots; ++i, at = (at + 1) % slots) {
+      stream* expected = nullptr;
+      if (table_[at].compare_exchange_strong(expected, s)) return;
+    }
+  }
+
+  bool contains(const void* s) const {
+    for (std::size_t i = 0, at = hash(s); i < slots; ++i, at = (at + 1) % slots) {
+      const stream* k = table_[at].load(std::memory_order_acquire);
+      if (k == s) return true;
+      if (k == nullptr) return false;
+    }
+    return false;
+  }
+
+ private:
+  static std::size_t hash(const void* p) {
+    return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(p) >> 4) * 0x9E3779B97F4A7C15ULL >> 50) %
+           slots;
+  }
+  std::atomic<stream*> table_[slots] = {};
+};
+
 // Process-lifetime state; never destroyed, so worker threads may outlive main.
 struct runtime {
   std::atomic<std::uint32_t> event_limit{65536};
@@ -149,6 +180,7 @@ struct runtime {
   std::mutex retired_mutex;
   std::vector<stream*> retired;  // destroyed streams: kept so that handles are never reused
   std::vector<event*> retired_events;  // destroyed events: kept for work still queued
+  stream_registry streams;
 
   aclError injected(const char* function) {
     if (!any_failure.load(std::memory_order_acquire)) return ACL_SUCCESS;
@@ -161,8 +193,10 @@ struct runtime {
     return e;
   }
 
+  /// The stream behind a handle (null: the default stream); null for a
+  /// handle this runtime did not create.
   stream* resolve(aclrtStream s) {
-    if (s != nullptr) return static_cast<stream*>(s);
+    if (s != nullptr) return streams.contains(s) ? static_cast<stream*>(s) : nullptr;
     std::call_once(default_once, [&] { default_stream = new stream(); });
     return default_stream;
   }
@@ -210,10 +244,12 @@ SIM_API aclError aclrtDestroyEvent(aclrtEvent ev) {
 SIM_API aclError aclrtRecordEvent(aclrtEvent ev, aclrtStream s) {
   SIM_INJECT();
   if (ev == nullptr) return NPUPROF_SIM_ERROR_INVALID_PARAM;
+  stream* st = rt().resolve(s);
+  if (st == nullptr) return NPUPROF_SIM_ERROR_INVALID_PARAM;
   auto* e = static_cast<event*>(ev);
   const std::uint64_t gen = e->generation.fetch_add(1, std::memory_order_acq_rel) + 1;
   e->status.store(event::pending, std::memory_order_release);
-  rt().resolve(s)->push({0, e, gen, host_ns()});
+  st->push({0, e, gen, host_ns()});
   return ACL_SUCCESS;
 }
 
@@ -270,13 +306,15 @@ SIM_API aclError aclrtGetDevice(int32_t* device) {
 SIM_API aclError aclrtCreateStream(aclrtStream* s) {
   SIM_INJECT();
   if (s == nullptr) return NPUPROF_SIM_ERROR_INVALID_PARAM;
-  *s = new stream();
+  auto* st = new stream();
+  rt().streams.add(st);
+  *s = st;
   return ACL_SUCCESS;
 }
 
 SIM_API aclError aclrtDestroyStream(aclrtStream s) {
   SIM_INJECT();
-  if (s == nullptr) return NPUPROF_SIM_ERROR_INVALID_PARAM;
+  if (s == nullptr || rt().resolve(s) == nullptr) return NPUPROF_SIM_ERROR_INVALID_PARAM;
   // The worker stops; the handle is never reused for another stream.
   auto* st = static_cast<stream*>(s);
   st->close();
@@ -287,12 +325,16 @@ SIM_API aclError aclrtDestroyStream(aclrtStream s) {
 
 SIM_API aclError aclrtSynchronizeStream(aclrtStream s) {
   SIM_INJECT();
-  rt().resolve(s)->synchronize();
+  stream* st = rt().resolve(s);
+  if (st == nullptr) return NPUPROF_SIM_ERROR_INVALID_PARAM;
+  st->synchronize();
   return ACL_SUCCESS;
 }
 
 SIM_API aclError npuprof_sim_launch_kernel(aclrtStream s, uint32_t microseconds) {
-  rt().resolve(s)->push({static_cast<std::int64_t>(microseconds) * 1000, nullptr, 0, host_ns()});
+  stream* st = rt().resolve(s);
+  if (st == nullptr) return NPUPROF_SIM_ERROR_INVALID_PARAM;
+  st->push({static_cast<std::int64_t>(microseconds) * 1000, nullptr, 0, host_ns()});
   return ACL_SUCCESS;
 }
 

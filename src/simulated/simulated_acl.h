@@ -30,7 +30,8 @@ typedef enum aclrtEventRecordedStatus {
 #define ACL_EVENT_SYNC 0x1u
 #define ACL_EVENT_TIME_LINE 0x8u
 
-/* Error codes the simulation returns. */
+/* Error codes the simulation returns (a stream handle it did not create gets
+ * NPUPROF_SIM_ERROR_INVALID_PARAM, as ACL_ERROR_INVALID_PARAM on a device). */
 #define NPUPROF_SIM_ERROR_INVALID_PARAM 107000
 #define NPUPROF_SIM_ERROR_NOT_SUPPORTED 207000
 #define NPUPROF_SIM_ERROR_NO_RESOURCE 207001

@@ -38,7 +38,7 @@ class acl_backend final : public device_recorder {
     event_pool* p = t_last_pool.pool;
     if (NPUPROF_UNLIKELY(t_last_pool.stream != stream || t_last_pool.backend != this)) {
       p = ready_pool(stream);
-      if (p == nullptr) return bump(no_pool_);
+      if (p == nullptr) return no_device_event;
     }
     const std::uint64_t seq = p->take();
     if (NPUPROF_UNLIKELY(seq == no_device_event)) return bump(pool_empty_);
@@ -62,7 +62,8 @@ class acl_backend final : public device_recorder {
     degraded_error_.store(0);
     degraded_function_.store(nullptr);
     degraded_reported_ = false;
-    for (auto* c : {&no_pool_, &pool_empty_}) c->store(0);
+    for (auto* c : {&no_pool_, &pool_empty_, &untimed_}) c->store(0);
+    refused_reported_ = false;
     failed_ = query_errors_ = resolved_ = 0;
     session_start_issued_.clear();
     pools_.for_each_ready([&](event_pool& p) { session_start_issued_[p.stream.load()] = p.issued(); });
@@ -75,6 +76,7 @@ class acl_backend final : public device_recorder {
   /// slots; takes a clock reference now and then. Background thread only.
   void resolve() {
     report_degraded();
+    report_refused();
     take_reference(false);
     pools_.for_each_ready([&](event_pool& p) { resolve_pool(p); });
   }
@@ -150,7 +152,9 @@ class acl_backend final : public device_recorder {
               {"query_errors", query_errors_},
               {"in_flight_at_stop", in_flight},
               {"dropped_pool_empty", pool_empty_.load()},
-              {"dropped_no_pool", no_pool_.load()}}},
+              {"dropped_no_pool", no_pool_.load()},
+              {"dropped_untimed_stream", untimed_.load()}}},
+            {"untimed_streams", refused_streams_.load()},
             {"clock", {{"references", clock_.size()}, {"host_ns_per_device_ns", clock_.rate()}}},
             {"degraded", err == 0 ? nlohmann::json(nullptr) : nlohmann::json(degraded_text())}};
   }
@@ -177,19 +181,32 @@ class acl_backend final : public device_recorder {
 
   NPUPROF_COLD event_pool* ready_pool(void* stream) noexcept {
     event_pool* p = pools_.find_or_claim(stream);
-    if (p == nullptr) return nullptr;
-    if (p->status.load(std::memory_order_acquire) != event_pool::state::ready && !make_ready(*p)) return nullptr;
+    if (p == nullptr) {
+      bump(no_pool_);
+      return nullptr;
+    }
+    if (p->status.load(std::memory_order_acquire) != event_pool::state::ready && !make_ready(*p)) {
+      bump(p->status.load(std::memory_order_acquire) == event_pool::state::refused ? untimed_ : no_pool_);
+      return nullptr;
+    }
     t_last_pool = {this, stream, p};
     return p;
   }
 
   // Out of line: once per stream, on the first thread that ties a marker to
   // it; others that come meanwhile record host-only until the pool is ready.
+  // The stream is checked by recording one event on it: a handle the runtime
+  // refuses (not one of its streams) is never timed, and never used again.
   NPUPROF_COLD bool make_ready(event_pool& p) noexcept {
     auto st = p.status.load(std::memory_order_acquire);
     auto empty = event_pool::state::empty;
     if (st == empty && p.status.compare_exchange_strong(empty, event_pool::state::creating)) {
-      p.create(rt_, events_per_stream_.load(std::memory_order_relaxed), ownable_);
+      void* stream = p.stream.load(std::memory_order_acquire);
+      if (const int err = p.create(rt_, events_per_stream_.load(std::memory_order_relaxed), ownable_, stream, true)) {
+        refused_streams_.fetch_add(1, std::memory_order_relaxed);
+        last_refused_error_.store(err);
+        last_refused_.store(stream);  // the latest: what the next report names
+      }
       st = p.status.load(std::memory_order_acquire);
     }
     return st == event_pool::state::ready;
@@ -212,6 +229,17 @@ class acl_backend final : public device_recorder {
     const char* f = degraded_function_.load();
     return std::string(f != nullptr ? f : "a runtime call") + " failed with error " + std::to_string(degraded_error_.load()) +
            "; device timing is off for the rest of the session, markers are recorded host-only";
+  }
+
+  void report_refused() {
+    if (refused_reported_ || last_refused_.load() == nullptr || untimed_.load() == 0) return;
+    refused_reported_ = true;
+    char stream[32];
+    std::snprintf(stream, sizeof stream, "%p", last_refused_.load());
+    std::fprintf(stderr,
+                 "npuprof: stream %s is not a stream of the runtime (aclrtRecordEvent failed with error %d); "
+                 "markers on it are recorded host-only\n",
+                 stream, last_refused_error_.load());
   }
 
   void report_degraded() {
@@ -361,9 +389,14 @@ class acl_backend final : public device_recorder {
   std::atomic<const char*> degraded_function_{nullptr};
   std::atomic<std::uint64_t> no_pool_{0};
   std::atomic<std::uint64_t> pool_empty_{0};
+  std::atomic<std::uint64_t> untimed_{0};           // markers on refused streams, this session
+  std::atomic<std::uint64_t> refused_streams_{0};   // handles the runtime refused, ever
+  std::atomic<void*> last_refused_{nullptr};
+  std::atomic<int> last_refused_error_{0};
 
   // Background thread only.
   bool degraded_reported_ = false;
+  bool refused_reported_ = false;
   std::uint64_t failed_ = 0, query_errors_ = 0, resolved_ = 0;
   std::unordered_map<void*, device_times::stream_times> times_;
   std::unordered_map<void*, std::uint64_t> session_start_issued_;

@@ -50,7 +50,9 @@ inline backend_choice choose_backend(const config& cfg) {
   }
   c.device = b;
   if (cfg.mstx_forward) {
-    c.forwarder = mstx_forwarder::open(cfg.mstx_library, why);
+    bool loop = false;
+    c.forwarder = mstx_forwarder::open(cfg.mstx_library, why, &loop);
+    if (loop) std::fprintf(stderr, "npuprof: markers not forwarded: %s\n", why.c_str());
     c.note["mstx_forward"] = c.forwarder != nullptr ? nlohmann::json{{"library", c.forwarder->library()}}
                                                     : nlohmann::json{{"library", nullptr}, {"reason", why}};
   }

@@ -42,7 +42,7 @@ namespace npuprof::detail {
 
 class event_pool {
  public:
-  enum class state : int { empty, creating, ready, failed };
+  enum class state : int { empty, creating, ready, failed, refused };
 
   std::atomic<void*> stream{nullptr};  // the key; set once
   std::atomic<state> status{state::empty};
@@ -50,8 +50,11 @@ class event_pool {
   /// Creates `wanted` events rounded down to a power of two, or as many as
   /// the device gives (also rounded down). Runs once per stream, on the first
   /// thread that ties a marker to it, which owns the pool while it is the
-  /// only one (when `ownable`).
-  void create(const acl_runtime& rt, std::uint32_t wanted, bool ownable) noexcept {
+  /// only one (when `ownable`). With `check`, the stream is checked first by
+  /// recording one of the events on it: when the runtime refuses it, the
+  /// pool is `refused` and that call's error is returned.
+  int create(const acl_runtime& rt, std::uint32_t wanted, bool ownable, void* check = nullptr,
+             bool checking = false) noexcept {
     owner_ = this_thread_token();
     sharing_.store(ownable ? owned : shared, std::memory_order_relaxed);
     events_.reset(new (std::nothrow) void*[wanted]);
@@ -62,10 +65,18 @@ class event_pool {
     }
     std::uint32_t ring = n == 0 ? 0 : std::uint32_t{1} << (31 - __builtin_clz(n));
     while (n > ring) rt.destroy_event(events_[--n]);
+    if (checking && ring != 0) {
+      if (const int err = rt.record_event(events_[0], check); err != 0) {
+        while (ring > 0) rt.destroy_event(events_[--ring]);
+        status.store(state::refused, std::memory_order_release);
+        return err;
+      }
+    }
     for (std::uint32_t i = 0; i < ring; ++i) published_[i].store(0, std::memory_order_relaxed);
     capacity_ = ring;
     mask_ = ring - 1;
     status.store(ring != 0 ? state::ready : state::failed, std::memory_order_release);
+    return 0;
   }
 
   /// Takes the next sequence number, or no_device_event when all events are

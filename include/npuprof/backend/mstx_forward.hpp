@@ -3,6 +3,9 @@
 // npuprof records.
 #pragma once
 
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -12,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "../detail/forward_hook.hpp"
 #include "../detail/message.hpp"
@@ -26,12 +30,58 @@ namespace npuprof::detail {
 /// send the markers back to npuprof.
 inline constexpr std::uint64_t npuprof_mstx_tool_id = 0x00666f727075706eULL;
 
+/// What keeps forwarding from looping back into npuprof, process-wide: the
+/// libraries that handed their mstx tables to npuprof's injection library,
+/// and whether this thread is loading a forward target (an InitInjectionMstx
+/// that arrives meanwhile comes from that target).
+struct mstx_loop_guard {
+  std::mutex mutex;
+  std::vector<const void*> injectors;  // load addresses
+
+  /// Notes that the library holding `fn` gave its tables to npuprof.
+  void add_injector(const void* fn) {
+    Dl_info info{};
+    if (::dladdr(fn, &info) == 0 || info.dli_fbase == nullptr) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (std::find(injectors.begin(), injectors.end(), info.dli_fbase) == injectors.end()) {
+      injectors.push_back(info.dli_fbase);
+    }
+  }
+
+  /// Whether the library holding `fn` gave its tables to npuprof.
+  bool is_injector(const void* fn) {
+    Dl_info info{};
+    if (::dladdr(fn, &info) == 0 || info.dli_fbase == nullptr) return false;
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::find(injectors.begin(), injectors.end(), info.dli_fbase) != injectors.end();
+  }
+};
+
+NPUPROF_PROCESS_WIDE inline mstx_loop_guard& mstx_loops() {
+  static auto* g = new mstx_loop_guard();
+  return *g;
+}
+
+/// Set while this thread makes the first call into a forward target.
+NPUPROF_PROCESS_WIDE inline bool& mstx_opening_forward_target() noexcept {
+  static thread_local bool on = false;
+  return on;
+}
+
+/// Set when an InitInjectionMstx arrived on this thread meanwhile.
+NPUPROF_PROCESS_WIDE inline bool& mstx_injection_reentered() noexcept {
+  static thread_local bool seen = false;
+  return seen;
+}
+
 class mstx_forwarder final : public marker_forwarder {
  public:
   /// The forwarder for the mstx library at `path` (empty: NPUPROF_MSTX_LIBRARY,
   /// else $ASCEND_HOME_PATH/lib64/libms_tools_ext.so, else the loader's
   /// search), loaded once per process; null with `why` when there is none.
-  static mstx_forwarder* open(const std::string& path, std::string& why);
+  /// `loop` is set when the library is refused because its markers would
+  /// come back to npuprof (a refusal kept for the life of the process).
+  static mstx_forwarder* open(const std::string& path, std::string& why, bool* loop = nullptr);
 
   void mark(std::uint32_t domain, const message& m, stream_t stream) noexcept override {
     char buf[max_message + 1];
@@ -142,7 +192,7 @@ class mstx_forwarder final : public marker_forwarder {
     return h;
   }
 
-  bool load(const std::string& path, std::string& why) {
+  bool load(const std::string& path, std::string& why, bool& loop) {
     shared_library lib(path, "the mstx library");
     if (!lib.open(why)) return false;
     lib.need(fn_.mark, "mstxMarkA");
@@ -154,10 +204,26 @@ class mstx_forwarder final : public marker_forwarder {
     lib.need(fn_.domain_range_start, "mstxDomainRangeStartA");
     lib.need(fn_.domain_range_end, "mstxDomainRangeEnd");
     if (!lib.complete(why)) return false;
+    // The library that loaded npuprof (through MSTX_INJECTION_PATH) would
+    // hand every forwarded marker back: refused before any call into it,
+    // which may still be running its own start-up.
+    mstx_loop_guard& guard = mstx_loops();
+    if (guard.is_injector(reinterpret_cast<const void*>(fn_.mark))) {
+      loop = true;
+      why = "'" + path + "' is the library that loaded npuprof's mstx injection library: forwarding would loop";
+      return false;
+    }
+    // A toolkit library loads its tool on its first call: when that tool is
+    // npuprof, its InitInjectionMstx arrives here, nested, and declines.
     std::uint64_t tool = 0;
+    mstx_opening_forward_target() = true;
+    mstx_injection_reentered() = false;
     fn_.get_tool_id(&tool);
-    if (tool == npuprof_mstx_tool_id) {
-      why = "'" + path + "' sends its markers to npuprof itself";
+    mstx_opening_forward_target() = false;
+    if (mstx_injection_reentered() || tool == npuprof_mstx_tool_id) {
+      mstx_injection_reentered() = false;
+      loop = true;
+      why = "'" + path + "' loads npuprof's mstx injection library itself (MSTX_INJECTION_PATH): forwarding would loop";
       return false;
     }
     path_ = path;
@@ -173,14 +239,26 @@ class mstx_forwarder final : public marker_forwarder {
   std::atomic<std::uint64_t> lost_{0};
 };
 
-NPUPROF_PROCESS_WIDE inline mstx_forwarder* mstx_forwarder::open(const std::string& path, std::string& why) {
+NPUPROF_PROCESS_WIDE inline mstx_forwarder* mstx_forwarder::open(const std::string& path, std::string& why,
+                                                                   bool* loop) {
   static std::mutex mutex;
   static auto* loaded = new std::map<std::string, mstx_forwarder*>();
+  static auto* looping = new std::map<std::string, std::string>();  // refused: why
   std::lock_guard<std::mutex> lock(mutex);
   const std::string key = path.empty() ? default_path() : path;
   if (auto it = loaded->find(key); it != loaded->end()) return it->second;
+  if (auto it = looping->find(key); it != looping->end()) {
+    why = it->second;
+    if (loop != nullptr) *loop = true;
+    return nullptr;
+  }
   auto f = std::make_unique<mstx_forwarder>();
-  if (!f->load(key, why)) return nullptr;
+  bool loops = false;
+  if (!f->load(key, why, loops)) {
+    if (loops) (*looping)[key] = why;
+    if (loop != nullptr) *loop = loops;
+    return nullptr;
+  }
   return (*loaded)[key] = f.release();
 }
 

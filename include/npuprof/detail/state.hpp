@@ -32,6 +32,7 @@ struct recording_stats {
   std::atomic<std::uint64_t> unregistered_drops{0};  // a thread that could not get a buffer
   std::atomic<std::uint64_t> rejected_domain_names{0};
   std::atomic<std::uint64_t> dropped_range_ends{0};  // ends that found no room at all
+  std::atomic<std::uint64_t> destroyed_domain_calls{0};  // mstx marks and range starts on a destroyed domain
 
   void bump(std::atomic<std::uint64_t>& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
 };

@@ -53,6 +53,7 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
         {"buffer_bytes", d.counts.buffer_bytes},
         {"rejected_domain_names", d.counts.rejected_domain_names},
         {"domains_over_limit", d.counts.domains_over_limit},
+        {"destroyed_domain_calls", d.counts.destroyed_domain_calls},
         {"device_unresolved", d.counts.device_unresolved},
         {"short_ranges", d.counts.short_ranges},
         {"outside_window", d.counts.outside_window},

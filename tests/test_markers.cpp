@@ -308,3 +308,20 @@ TEST_CASE("domains past the limit are recorded under one domain and counted; reg
   MESSAGE("ms per 10,000 domains: first " << ms[0] << ", last before the limit " << ms[2]);
   CHECK(ms[2] < 4 * ms[0] + 5);
 }
+
+TEST_CASE("a thread that only ends ranges begun elsewhere is named in the trace") {
+  test::temp_dir dir;
+  std::uint64_t ender = 0;
+  auto t = test::record(test::config_in(dir), [&] {
+    const auto id = npuprof::range_start<kernels>("request");
+    std::thread([&] {
+      npuprof::name_thread("responder");
+      ender = npuprof::detail::os_thread_id();
+      npuprof::range_end<kernels>(id);
+    }).join();
+  });
+  const auto slice = t.named("request", "X");
+  REQUIRE(slice.size() == 1);
+  REQUIRE(slice[0]["args"]["end_tid"] == ender);
+  CHECK(t.thread_name(ender) == "responder");
+}

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -316,6 +317,14 @@ class trace_view_writer {
       write_meta_event(out, "thread_name", tid, true, "name", name, 0);
       write_meta_event(out, "thread_sort_index", tid, true, "sort_index", "", index++);
     }
+    // Threads that only ended ranges begun elsewhere have no track of their
+    // own, but their names are what an `end_tid` refers to.
+    for (std::uint32_t tid : end_only_threads()) {
+      auto it = data_.thread_names.find(tid);
+      if (it == data_.thread_names.end() || it->second.empty()) continue;
+      write_meta_event(out, "thread_name", tid, true, "name", it->second, 0);
+      write_meta_event(out, "thread_sort_index", tid, true, "sort_index", "", index++);
+    }
     for (std::size_t lane = 0; lane < lane_count_; ++lane) {
       const auto tid = lane_tid_base + static_cast<std::uint32_t>(lane);
       const std::string name =
@@ -323,6 +332,16 @@ class trace_view_writer {
       write_meta_event(out, "thread_name", tid, true, "name", name, 0);
       write_meta_event(out, "thread_sort_index", tid, true, "sort_index", "", index++);
     }
+  }
+
+  // Threads that ended a slice and recorded nothing themselves, by id.
+  std::set<std::uint32_t> end_only_threads() const {
+    std::set<std::uint32_t> out;
+    for (const trace_event& e : data_.events) {
+      if (e.what != trace_event::type::slice || e.end_tid == e.tid) continue;
+      if (!std::binary_search(tids_.begin(), tids_.end(), e.end_tid)) out.insert(e.end_tid);
+    }
+    return out;
   }
 
   void write_event(fmt::memory_buffer& out, const trace_event& e, std::uint32_t track) {

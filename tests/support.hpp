@@ -150,6 +150,25 @@ inline std::size_t check_nesting(const trace& t) {
   return n;
 }
 
+/// Checks nesting as a viewer does: ts and ts + dur added as float64 (every
+/// JSON viewer reads numbers so), per track in file order. Returns the
+/// number of slices that overlap their parent or outlast it.
+inline std::size_t float64_nesting_violations(const trace& t) {
+  using track = std::pair<std::uint64_t, std::uint64_t>;
+  std::map<track, std::vector<double>> open;  // ends of the enclosing slices
+  std::size_t bad = 0;
+  for (const json& e : t.events) {
+    if (e["ph"] != "X") continue;
+    const double b = e["ts"].get<double>();
+    const double end = b + e["dur"].get<double>();
+    auto& stack = open[{e["pid"].get<std::uint64_t>(), e["tid"].get<std::uint64_t>()}];
+    while (!stack.empty() && stack.back() <= b) stack.pop_back();
+    if (!stack.empty() && stack.back() < end) ++bad;
+    stack.push_back(end);
+  }
+  return bad;
+}
+
 /// Runs `body` in a forked child, which then calls exit(0) (so a session it
 /// left running is written by the exit handler). Returns the one trace the
 /// child wrote under `dir`.

@@ -4,6 +4,8 @@
 
 #include <npuprof/export/json_escape.hpp>
 
+#include <random>
+
 namespace {
 
 std::string escaped(std::string_view s) {
@@ -103,4 +105,40 @@ TEST_CASE("long registered names and domain names, escaped, in slices and counte
   CHECK(c[0]["args"][long_name] == 42);
   CHECK(t.named(long_name, "X").size() == 2);
   CHECK(t.where([&](const test::json& e) { return e["ph"] == "X" && e["cat"] == long_domain; }).size() == 1);
+}
+
+TEST_CASE("slices nest when a viewer adds ts and dur as float64, at absolute timestamps") {
+  // Back-to-back slices, each with a child that begins with it and one that
+  // ends with it, at the magnitudes a steady clock gives (~1e10 us).
+  npuprof::trace_data data;
+  data.pid = 7;
+  data.strings = {"parent", "first child", "last child"};
+  data.domains = {"default"};
+  std::mt19937_64 random(42);
+  std::int64_t at = 9'912'345'678'901;  // ns: 9.9e9 us, a machine up for four months
+  auto slice = [&](std::uint32_t name, std::int64_t ts, std::int64_t dur) {
+    npuprof::trace_event e;
+    e.name = name;
+    e.tid = e.end_tid = 11;
+    e.ts = ts;
+    e.dur = dur;
+    data.events.push_back(e);
+  };
+  for (int i = 0; i < 5000; ++i) {
+    const auto dur = static_cast<std::int64_t>(3 + random() % 5'000'000);
+    const auto child = 1 + static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(dur / 2));
+    slice(0, at, dur);
+    slice(1, at, child);
+    slice(2, at + dur - child, child);
+    at += dur;  // the next parent begins where this one ends
+  }
+  test::temp_dir dir;
+  npuprof::detail::write_trace_view(data, (dir.path / "trace_view.json").string());
+  test::trace t;
+  t.events = test::read_json(dir.path / "trace_view.json");
+  REQUIRE(t.phase("X").size() == 15'000);
+  CHECK(test::float64_nesting_violations(t) == 0);
+  // The durations still read as what was recorded, to the nanosecond.
+  std::size_t k = 0;
+  for (const auto& e : t.phase("X")) CHECK(test::to_ns(e["dur"]) == data.events[k++].dur);
 }

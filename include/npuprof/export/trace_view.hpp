@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -50,6 +51,46 @@ inline void append_us(fmt::memory_buffer& out, std::int64_t ns) {
   out.append(digits, digits + 4);
 }
 
+/// Writes the `dur` of a slice at `ts_ns` lasting `dur_ns` so that a reader
+/// adding ts and dur as float64 (every JSON viewer does) lands exactly on
+/// the double the slice's end time reads as. Otherwise, at absolute
+/// timestamps (~1e10 us), a quarter of the sums come out an ulp off, and a
+/// viewer sees back-to-back slices overlap and nested ones outlast their
+/// parent. Three decimals when they land (most slices), else the fewest
+/// more decimals that do.
+inline std::size_t format_duration(char (&buf)[40], std::int64_t ts_ns, std::int64_t dur_ns) {
+  if (ts_ns < 0) ts_ns = 0;
+  if (dur_ns < 0) dur_ns = 0;
+  const double ts = static_cast<double>(ts_ns) / 1000.0;  // as "ts" reads: correctly rounded
+  const double end = static_cast<double>(ts_ns + dur_ns) / 1000.0;
+  const auto three_decimals = [&] {
+    const fmt::format_int us(dur_ns / 1000);
+    std::memcpy(buf, us.data(), us.size());
+    const auto frac = static_cast<int>(dur_ns % 1000);
+    char* p = buf + us.size();
+    p[0] = '.';
+    p[1] = static_cast<char>('0' + frac / 100);
+    p[2] = static_cast<char>('0' + frac / 10 % 10);
+    p[3] = static_cast<char>('0' + frac % 10);
+    return us.size() + 4;
+  };
+  // "x.yyy" reads as dur_ns / 1000.0, correctly rounded as well.
+  if (ts + static_cast<double>(dur_ns) / 1000.0 == end) return three_decimals();
+  const double want = end - ts;  // exact: the two are within a factor of two
+  for (int decimals = 4; decimals <= 17; ++decimals) {
+    const auto r = fmt::format_to_n(buf, sizeof buf, "{:.{}f}", want, decimals);
+    double read = 0;
+    std::from_chars(buf, r.out, read);
+    if (ts + read == end) return r.size;
+  }
+  return three_decimals();  // not reached for the times of a session
+}
+
+inline void append_duration(fmt::memory_buffer& out, std::int64_t ts_ns, std::int64_t dur_ns) {
+  char buf[40];
+  out.append(buf, buf + format_duration(buf, ts_ns, dur_ns));
+}
+
 inline void append_int(fmt::memory_buffer& out, std::uint64_t v) {
   const fmt::format_int s(v);
   out.append(s.data(), s.data() + s.size());
@@ -84,6 +125,11 @@ class raw_writer {
     p_[2] = static_cast<char>('0' + frac / 10 % 10);
     p_[3] = static_cast<char>('0' + frac % 10);
     p_ += 4;
+  }
+  /// A slice's duration, as append_duration() writes it.
+  void duration(std::int64_t ts_ns, std::int64_t dur_ns) noexcept {
+    char buf[40];
+    put(std::string_view(buf, format_duration(buf, ts_ns, dur_ns)));
   }
   /// Ends the raw writing: the buffer's size covers what was written.
   void done() noexcept { out_.try_resize(static_cast<std::size_t>(p_ - out_.data())); }
@@ -358,7 +404,7 @@ class trace_view_writer {
       w.literal(",\"ph\":\"X\",\"ts\":");
       w.microseconds(e.ts);
       w.literal(",\"dur\":");
-      w.microseconds(e.dur);
+      w.duration(e.ts, e.dur);
     } else {
       w.literal(",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
       w.microseconds(e.ts);
@@ -482,7 +528,7 @@ class trace_view_writer {
     append_us(out, d.ts);
     if (!d.instant) {
       out.append(std::string_view(",\"dur\":"));
-      append_us(out, d.dur);
+      append_duration(out, d.ts, d.dur);
     }
     fmt::format_to(std::back_inserter(out), R"(,"pid":{},"tid":{},"cat":)", pid, device_track_[i]);
     out.append(domain);

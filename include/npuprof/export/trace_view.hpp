@@ -51,6 +51,22 @@ inline void append_us(fmt::memory_buffer& out, std::int64_t ns) {
   out.append(digits, digits + 4);
 }
 
+/// `units` / 10^decimals as a decimal number ("12.3456").
+inline std::size_t format_fixed(char (&buf)[40], std::uint64_t units, int decimals) {
+  const fmt::format_int digits(units);
+  const auto n = static_cast<int>(digits.size());
+  const int whole = n > decimals ? n - decimals : 0;  // digits before the point
+  char* p = buf;
+  if (whole == 0) *p++ = '0';
+  std::memcpy(p, digits.data(), static_cast<std::size_t>(whole));
+  p += whole;
+  *p++ = '.';
+  for (int z = n; z < decimals; ++z) *p++ = '0';  // leading zeros of the fraction
+  std::memcpy(p, digits.data() + whole, static_cast<std::size_t>(n - whole));
+  p += n - whole;
+  return static_cast<std::size_t>(p - buf);
+}
+
 /// Writes the `dur` of a slice at `ts_ns` lasting `dur_ns` so that a reader
 /// adding ts and dur as float64 (every JSON viewer does) lands exactly on
 /// the double the slice's end time reads as. Otherwise, at absolute
@@ -61,29 +77,21 @@ inline void append_us(fmt::memory_buffer& out, std::int64_t ns) {
 inline std::size_t format_duration(char (&buf)[40], std::int64_t ts_ns, std::int64_t dur_ns) {
   if (ts_ns < 0) ts_ns = 0;
   if (dur_ns < 0) dur_ns = 0;
-  const double ts = static_cast<double>(ts_ns) / 1000.0;  // as "ts" reads: correctly rounded
+  // A decimal "u.ddd" reads as units / 10^k correctly rounded, which is what
+  // dividing the integer units by 10^k in double gives while units < 2^53:
+  // candidates are tried without formatting or parsing them.
+  const double ts = static_cast<double>(ts_ns) / 1000.0;  // as "ts" reads
   const double end = static_cast<double>(ts_ns + dur_ns) / 1000.0;
-  const auto three_decimals = [&] {
-    const fmt::format_int us(dur_ns / 1000);
-    std::memcpy(buf, us.data(), us.size());
-    const auto frac = static_cast<int>(dur_ns % 1000);
-    char* p = buf + us.size();
-    p[0] = '.';
-    p[1] = static_cast<char>('0' + frac / 100);
-    p[2] = static_cast<char>('0' + frac / 10 % 10);
-    p[3] = static_cast<char>('0' + frac % 10);
-    return us.size() + 4;
-  };
-  // "x.yyy" reads as dur_ns / 1000.0, correctly rounded as well.
-  if (ts + static_cast<double>(dur_ns) / 1000.0 == end) return three_decimals();
+  if (ts + static_cast<double>(dur_ns) / 1000.0 == end) return format_fixed(buf, static_cast<std::uint64_t>(dur_ns), 3);
   const double want = end - ts;  // exact: the two are within a factor of two
-  for (int decimals = 4; decimals <= 17; ++decimals) {
-    const auto r = fmt::format_to_n(buf, sizeof buf, "{:.{}f}", want, decimals);
-    double read = 0;
-    std::from_chars(buf, r.out, read);
-    if (ts + read == end) return r.size;
+  double scale = 1000.0;
+  for (int decimals = 4; decimals <= 12; ++decimals) {
+    scale *= 10.0;
+    const double units = std::nearbyint(want * scale);
+    if (units >= 9007199254740992.0) break;  // 2^53: no longer exact
+    if (ts + units / scale == end) return format_fixed(buf, static_cast<std::uint64_t>(units), decimals);
   }
-  return three_decimals();  // not reached for the times of a session
+  return fmt::format_to_n(buf, sizeof buf, "{}", want).size;  // shortest form that reads back as `want`
 }
 
 inline void append_duration(fmt::memory_buffer& out, std::int64_t ts_ns, std::int64_t dur_ns) {

@@ -133,7 +133,9 @@ TEST_CASE("host_sys counters follow what the process does") {
   double busiest = 0;
   for (const sample& c : cpu) {
     CHECK(c.value >= 0);
-    CHECK(c.value <= 100.0 * std::thread::hardware_concurrency() + 50);
+    // CPU time and wall time of one interval are read together: the
+    // process cannot have used more than every core all the time.
+    CHECK(c.value <= 100.0 * std::thread::hardware_concurrency() + 10);
     if (c.ts > burn_from + 60'000'000 && c.ts <= burn_to) busiest = std::max(busiest, c.value);
   }
   CHECK(busiest >= 30);  // one core spinning: ~100%, less when the machine is crowded

@@ -4,6 +4,7 @@
 // and filtered like every other event).
 #pragma once
 
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -22,22 +23,14 @@ struct host_sys_domain {
   static constexpr const char* name = "host_sys";
 };
 
-/// Process CPU time (user + system) in clock ticks, from /proc/self/stat.
-inline bool read_cpu_ticks(std::uint64_t& ticks) {
-  std::ifstream in("/proc/self/stat");
-  std::string line;
-  if (!std::getline(in, line)) return false;
-  const auto close = line.rfind(')');  // the command name may hold spaces
-  if (close == std::string::npos) return false;
-  std::istringstream fields(line.substr(close + 2));
-  std::string f;
-  std::uint64_t utime = 0, stime = 0;
-  for (int i = 3; i <= 15 && fields >> f; ++i) {  // fields 14 and 15 are utime and stime
-    if (i == 14) utime = std::stoull(f);
-    if (i == 15) stime = std::stoull(f);
-  }
-  ticks = utime + stime;
-  return static_cast<bool>(fields);
+/// Process CPU time (user + system, all threads) in nanoseconds. Not the
+/// tick counts of /proc/self/stat: at 100 ticks a second they are off by a
+/// tick per thread over a short interval (hundreds of percent at 20 ms).
+inline bool read_cpu_ns(std::int64_t& ns) {
+  timespec t{};
+  if (::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) != 0) return false;
+  ns = static_cast<std::int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  return true;
 }
 
 inline bool read_rss_bytes(std::uint64_t& bytes) {
@@ -119,6 +112,19 @@ class host_sys_sampler {
     unavailable_.emplace_back(what);
   }
 
+  // The process's CPU time and the steady time it was read at: the midpoint
+  // of two clock reads around it, read again if this thread was preempted
+  // in between (which would tie the CPU time to the wrong instant).
+  static bool read_cpu_at(std::int64_t& cpu, std::int64_t& at) {
+    for (int attempt = 0;; ++attempt) {
+      const std::int64_t before = steady_ns();
+      if (!read_cpu_ns(cpu)) return false;
+      const std::int64_t after = steady_ns();
+      at = before + (after - before) / 2;
+      if (after - before < 50'000 || attempt == 4) return true;
+    }
+  }
+
   // Two byte counts shown as MiB since the first sample.
   void totals(bool (*read)(std::uint64_t&, std::uint64_t&), const char* source, const char* first_name,
               const char* second_name, std::uint64_t (&base)[2], bool first) {
@@ -136,14 +142,17 @@ class host_sys_sampler {
   void sample(std::int64_t now) {
     const bool first = last_ns_ == 0;
     if (cpu_) {
-      std::uint64_t ticks = 0;
-      if (!read_cpu_ticks(ticks)) {
+      // CPU time and wall time of one interval: both read here, together.
+      std::int64_t cpu = 0, at = 0;
+      if (!read_cpu_at(cpu, at)) {
         missing("cpu");
-      } else if (!first) {
-        const double cpu_s = static_cast<double>(ticks - cpu_ticks_) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-        counter<host_sys_domain>("cpu_percent", 100.0 * cpu_s / (static_cast<double>(now - last_ns_) * 1e-9));
+      } else {
+        if (cpu_at_ != 0 && at > cpu_at_) {
+          counter<host_sys_domain>("cpu_percent", 100.0 * static_cast<double>(cpu - cpu_ns_) / static_cast<double>(at - cpu_at_));
+        }
+        cpu_ns_ = cpu;
+        cpu_at_ = at;
       }
-      cpu_ticks_ = ticks;
     }
     if (mem_) {
       std::uint64_t rss = 0;
@@ -161,7 +170,8 @@ class host_sys_sampler {
   std::int64_t interval_ns_;
   std::int64_t last_ns_ = 0;
   bool cpu_ = false, mem_ = false, disk_ = false, net_ = false;
-  std::uint64_t cpu_ticks_ = 0;
+  std::int64_t cpu_ns_ = 0;  // process CPU time at cpu_at_
+  std::int64_t cpu_at_ = 0;  // steady ns of the last CPU reading
   std::uint64_t disk_base_[2] = {};
   std::uint64_t net_base_[2] = {};
   std::vector<std::string> unavailable_;

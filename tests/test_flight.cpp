@@ -332,3 +332,38 @@ TEST_CASE("a range that began before the window is drawn from the window's start
   CHECK(std::llabs(test::to_ns(slices[0]["ts"]) - window_start) <= 1000);
   CHECK(test::to_ns(slices[0]["dur"]) > 50'000'000);  // to the end, at the end of the 100 ms window
 }
+
+TEST_CASE("on_trace_ready of a dump by signal may stop the session") {
+  test::temp_dir dir;
+  std::atomic<bool> stopped{false};
+  std::string error;
+  npuprof::session* running = nullptr;
+  auto cfg = flight_config(dir, 60);
+  std::atomic<bool> stopping{false};
+  cfg.on_trace_ready = [&](const test::fs::path&) {
+    if (stopping.exchange(true)) return;  // the stop's own directory
+    try {
+      running->stop();  // on the thread that wrote the dump
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    stopped = true;
+  };
+  {
+    npuprof::session s{cfg};
+    running = &s;
+    s.start();
+    npuprof::mark("before the signal");
+    REQUIRE(::kill(::getpid(), SIGUSR1) == 0);
+    for (int i = 0; i < 1000 && !stopped.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    REQUIRE(stopped.load());
+    CHECK_MESSAGE(error.empty(), error);
+    CHECK_FALSE(s.running());
+    const test::trace t = test::load(s.output_path());  // what stop() wrote
+    CHECK(t.count("before the signal") == 1);
+    CHECK(t.meta["collection"]["reason"] == "stop");
+  }  // destroyed while, or after, the dump's thread ends
+  std::size_t written = 0;
+  for (const auto& e : test::fs::directory_iterator(dir.path)) written += e.is_directory();
+  CHECK(written == 2);  // the signal's dump, then the stop's
+}

@@ -95,7 +95,11 @@ class session {
         std::fprintf(stderr, "%s\n", e.what());
       }
     }
-    while (users_.load(std::memory_order_acquire) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Also a signal dump whose on_trace_ready stopped this session: its
+    // thread, detached then, clears dumper_busy_ as the last thing it does.
+    while (users_.load(std::memory_order_acquire) != 0 || dumper_busy_.load(std::memory_order_acquire)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 
   session(const session&) = delete;
@@ -444,7 +448,12 @@ inline void session::retire_dumper() {
     stopping_ = true;
     dumper = std::move(dumper_);
   }
-  if (dumper.joinable()) dumper.join();
+  if (!dumper.joinable()) return;
+  if (dumper.get_id() == std::this_thread::get_id()) {
+    dumper.detach();  // stopped from on_trace_ready of that dump: it ends by itself
+  } else {
+    dumper.join();
+  }
 }
 
 inline void session::recycle_segments() {

@@ -37,9 +37,10 @@ inline device_seqs record_device_event(stream_t stream) noexcept {
   return d;
 }
 
-/// A three-word host-only record: complete ranges, registered begins and ends.
-NPUPROF_ALWAYS_INLINE bool write3(std::uint64_t w0, std::uint64_t tag, std::uint64_t w2) noexcept {
-  std::uint64_t* p = reserve(3);
+/// A three-word host-only record: complete ranges, registered begins and
+/// ends (`is_end`: from the room chunks keep for ends, see reserve_end).
+NPUPROF_ALWAYS_INLINE bool write3(std::uint64_t w0, std::uint64_t tag, std::uint64_t w2, bool is_end = false) noexcept {
+  std::uint64_t* p = is_end ? reserve_end(3) : reserve(3);
   if (NPUPROF_UNLIKELY(p == nullptr)) return false;
   p[0] = w0;
   p[1] = tag;
@@ -123,16 +124,7 @@ inline bool write_begin(std::uint32_t index, const message& m, std::uint64_t id,
 /// whose begin was recorded does not lose its end to a full buffer.
 inline bool write_end(std::uint64_t id, stream_t stream) noexcept {
   const std::uint64_t tag = make_tag(kind::end, 0, 0);
-  if (stream == nullptr) {
-    const std::uint64_t ts = raw_ticks();
-    std::uint64_t* p = reserve_end(3);
-    if (NPUPROF_UNLIKELY(p == nullptr)) return false;
-    p[0] = ts;
-    p[1] = tag;
-    p[2] = id;
-    commit(p + 3);
-    return true;
-  }
+  if (stream == nullptr) return write3(raw_ticks(), tag, id, true);
   const device_seqs dev = record_device_event(stream);
   std::uint64_t head[3] = {raw_ticks(), tag, id};
   return write_general(head, 3, stream, dev, nullptr, 0, true);

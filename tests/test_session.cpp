@@ -37,17 +37,30 @@ std::string error_of(const std::function<void()>& f) {
 }
 
 // Waits for a child for up to `seconds`; a child still running then hung,
-// and is killed. Returns its exit code, or -1.
-int wait_for_child(pid_t pid, int seconds) {
+// and is killed. Returns its wait status, or -1.
+int child_status(pid_t pid, int seconds) {
   for (int i = 0; i < seconds * 100; ++i) {
     int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   ::kill(pid, SIGKILL);
   ::waitpid(pid, nullptr, 0);
   MESSAGE("the child did not end within " << seconds << " s: killed");
   return -1;
+}
+
+// The child's exit code, or -1 (killed by a signal, or hung).
+int wait_for_child(pid_t pid, int seconds) {
+  const int status = child_status(pid, seconds);
+  return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// The signal that ended the child, 0 for a normal exit, -1 for a hang.
+int signal_of_child(pid_t pid, int seconds) {
+  const int status = child_status(pid, seconds);
+  if (status == -1) return -1;
+  return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
 
 std::vector<test::fs::path> outputs_in(const test::temp_dir& dir) {
@@ -670,20 +683,6 @@ TEST_CASE("an exception through scoped ranges ends them; one nobody catches stil
   CHECK(t.meta["collection"]["reason"] == "terminate");
 }
 
-// Waits for a child for up to `seconds` (killing it then, as hung) and
-// returns the signal that ended it, 0 for a normal exit, -1 for a hang.
-static int signal_of_child(pid_t pid, int seconds) {
-  for (int i = 0; i < seconds * 100; ++i) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  MESSAGE("the child did not end within " << seconds << " s: killed");
-  return -1;
-}
-
 TEST_CASE("a dump whose error nobody catches ends the process with abort, never a hang") {
   test::temp_dir dir;
   const auto out = dir.path / "out";
@@ -820,17 +819,16 @@ TEST_CASE("a range whose begin was recorded keeps its end when the buffer is ful
   cfg.chunk_size_kb = 16;
   cfg.buffer_size_kb = 64;  // four chunks, all in use below
   cfg.flush_interval_ms = 60000;
-  auto fill_until_drops = [] {
+  // `depth` nested ranges open while the buffer fills up, then all end.
+  auto nest_through_full_buffer = [](int depth) {
+    std::vector<std::unique_ptr<npuprof::scoped_range<kernels>>> open;
+    for (int i = 0; i < depth; ++i) open.push_back(std::make_unique<npuprof::scoped_range<kernels>>("level " + std::to_string(i)));
     for (int i = 0; i < 100'000; ++i) npuprof::mark<kernels>("filler " + std::to_string(i));
+    while (!open.empty()) open.pop_back();  // innermost first
   };
   SUBCASE("nested ranges as deep as the room kept for ends") {
     constexpr int depth = 20;
-    auto t = test::record(cfg, [&] {
-      std::vector<std::unique_ptr<npuprof::scoped_range<kernels>>> open;
-      for (int i = 0; i < depth; ++i) open.push_back(std::make_unique<npuprof::scoped_range<kernels>>("level " + std::to_string(i)));
-      fill_until_drops();
-      while (!open.empty()) open.pop_back();
-    });
+    auto t = test::record(cfg, [&] { nest_through_full_buffer(depth); });
     CHECK(t.count_of("dropped_events") > 0);
     CHECK(t.count_of("dropped_range_ends") == 0);
     for (int i = 0; i < depth; ++i) {
@@ -843,10 +841,7 @@ TEST_CASE("a range whose begin was recorded keeps its end when the buffer is ful
   SUBCASE("deeper than that: lost ends are counted, and no slice is drawn as if it lasted") {
     constexpr int depth = 200;
     auto t = test::record(cfg, [&] {
-      std::vector<std::unique_ptr<npuprof::scoped_range<kernels>>> open;
-      for (int i = 0; i < depth; ++i) open.push_back(std::make_unique<npuprof::scoped_range<kernels>>("level " + std::to_string(i)));
-      fill_until_drops();
-      while (!open.empty()) open.pop_back();
+      nest_through_full_buffer(depth);
       std::this_thread::sleep_for(std::chrono::milliseconds(50));  // an open range would last past this
     });
     const std::uint64_t lost = t.count_of("dropped_range_ends");

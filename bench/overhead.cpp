@@ -7,7 +7,7 @@
 // Prints Google Benchmark's own lines, then one table: ns per operation, the
 // ratio to the floor (or to the row named), and the target. Peers are
 // measured in the same binary when their headers were found at build time.
-#include <npuprof/npuprof.hpp>
+#include <npuprof/session.hpp>
 
 #include <benchmark/benchmark.h>
 

@@ -15,7 +15,7 @@
 //
 // There is no NPU here: the device work runs on npuprof's SIMULATED Ascend
 // runtime, so the device tracks are labelled as simulated.
-#include <npuprof/npuprof.hpp>
+#include <npuprof/session.hpp>
 
 #include <signal.h>
 #include <unistd.h>

@@ -6,7 +6,7 @@
 // runtime (build/src/simulated/libascendcl.so), which behaves like the real
 // one for streams and events. With a real device, link libascendcl.so and
 // drop the npuprof_sim_* calls; npuprof loads the runtime by itself.
-#include <npuprof/npuprof.hpp>
+#include <npuprof/session.hpp>
 
 #include <cstdio>
 #include <cstdlib>

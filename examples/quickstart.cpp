@@ -5,7 +5,7 @@
 // Run it, then open the printed trace_view.json. Try also
 //   NPUPROF_DOMAIN_EXCLUDE=comm ./quickstart     (no "comm" events)
 //   NPUPROF_MSTX=0 ./quickstart                  (no events at all)
-#include <npuprof/npuprof.hpp>
+#include <npuprof/session.hpp>
 
 #include <chrono>
 #include <cstdio>

@@ -12,7 +12,7 @@
 // A toolkit mstx library that npuprof forwards to may load this library
 // again (it reads MSTX_INJECTION_PATH on its first call): that nested
 // InitInjectionMstx declines, and npuprof does not forward to it.
-#include <npuprof/npuprof.hpp>
+#include <npuprof/session.hpp>
 
 #include <atomic>
 #include <cstdio>
@@ -66,7 +66,7 @@ npuprof::runtime_domain from_handle(mstxDomainHandle_t h) {
 // the first one said on stderr.
 bool destroyed(mstxDomainHandle_t h) {
   if (h == nullptr || !as_domain(h)->destroyed.load(std::memory_order_acquire)) return false;
-  npuprof::detail::state().stats.bump(npuprof::detail::state().stats.destroyed_domain_calls);
+  npuprof::detail::markers().stats.bump(npuprof::detail::markers().stats.destroyed_domain_calls);
   static std::atomic<bool> warned{false};
   if (!warned.exchange(true)) {
     std::fprintf(stderr,
@@ -91,7 +91,7 @@ void get_tool_id(uint64_t* id) {
 
 mstxDomainHandle_t domain_create_a(const char* name) {
   if (!valid_domain_name(name)) {
-    npuprof::detail::state().stats.bump(npuprof::detail::state().stats.rejected_domain_names);
+    npuprof::detail::markers().stats.bump(npuprof::detail::markers().stats.rejected_domain_names);
     return nullptr;
   }
   static std::mutex mutex;

@@ -4,7 +4,7 @@
 
 #include <doctest/doctest.h>
 
-#include <npuprof/npuprof.hpp>
+#include <npuprof/session.hpp>
 
 #include <algorithm>
 #include <cmath>

@@ -8,14 +8,12 @@
 
 #include <pthread.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
+#include "detail/marker_state.hpp"
 #include "detail/platform.hpp"
 #include "detail/record.hpp"
-#include "detail/state.hpp"
 #include "detail/thread_buffer.hpp"
 
 namespace npuprof::detail {
@@ -28,7 +26,7 @@ inline constexpr std::size_t end_reserve_words = 96;
 /// Where records other than ends stop in chunk `c`.
 inline std::uint64_t* limit_for_records(chunk* c) noexcept {
   const auto words = static_cast<std::size_t>(c->limit - c->data());
-  return c->limit - std::min(end_reserve_words, words / 8);
+  return c->limit - (words / 8 < end_reserve_words ? words / 8 : end_reserve_words);
 }
 
 /// Makes `c` the thread's current chunk.
@@ -39,41 +37,14 @@ inline void install_chunk(thread_buffer* tb, chunk* c) noexcept {
   tb->current.store(c, std::memory_order_release);
 }
 
-inline thread_buffer* register_this_thread() noexcept {
-  process_state& s = state();
-  const std::uint32_t tid = os_thread_id();
-  thread_buffer* tb = nullptr;
-  try {
-    tb = s.threads.acquire(tid);
-    char name[64] = {};
-    if (::pthread_getname_np(::pthread_self(), name, sizeof name) == 0 && name[0] != '\0') {
-      s.threads.set_name(tid, name);
-    }
-  } catch (...) {
-    return nullptr;
-  }
-  ::pthread_setspecific(s.threads.key(), tb);
-  t_buffer = tb;
-  return tb;
-}
-
-/// Runs when a thread that recorded exits: its last chunk goes to the drainer
-/// so that none of its events are lost, and its buffer becomes reusable.
-inline void on_thread_exit(void* buffer) noexcept {
-  auto* tb = static_cast<thread_buffer*>(buffer);
-  process_state& s = state();
-  if (chunk* c = tb->current.exchange(nullptr, std::memory_order_acq_rel)) s.pool.hand_full(c);
-  tb->write = tb->limit = nullptr;
-  if (t_buffer == tb) t_buffer = nullptr;
-  try {
-    s.threads.release(tb);
-  } catch (...) {
-  }
-}
-
+/// The calling thread's buffer, registering the thread on its first event;
+/// null when it cannot be registered (or no control table is installed, so
+/// no session can be running).
 inline thread_buffer* this_thread_buffer() noexcept {
   thread_buffer* tb = t_buffer;
-  return NPUPROF_LIKELY(tb != nullptr) ? tb : register_this_thread();
+  if (NPUPROF_LIKELY(tb != nullptr)) return tb;
+  const control_table* c = control();
+  return c != nullptr ? c->register_thread() : nullptr;
 }
 
 /// Finds room for `words` words when the current chunk has none: hands the
@@ -82,7 +53,7 @@ inline thread_buffer* this_thread_buffer() noexcept {
 /// for ends at the end of the current chunk.
 NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words, bool for_end = false) noexcept {
   thread_buffer* tb = this_thread_buffer();
-  process_state& s = state();
+  marker_state& s = markers();
   if (tb == nullptr) {
     s.stats.bump(s.stats.unregistered_drops);
     return nullptr;
@@ -97,7 +68,8 @@ NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words, bool for_end 
   // A thread's first chunk is made for it when the reserve is empty, so
   // that many threads starting at once (a burst of requests) drop nothing;
   // a thread's first event may allocate, as registering it does.
-  chunk* fresh = full != nullptr ? s.pool.take_free() : s.pool.take_for_new_thread();
+  chunk_source* pool = s.chunks.load(std::memory_order_acquire);
+  chunk* fresh = pool == nullptr ? nullptr : full != nullptr ? pool->take_free() : pool->take_for_new_thread();
   if (fresh == nullptr) {
     // The full chunk stays current, so that its room for ends stays usable.
     tb->dropped.fetch_add(1, std::memory_order_relaxed);
@@ -106,7 +78,7 @@ NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words, bool for_end 
   }
   if (full != nullptr) {
     tb->current.store(nullptr, std::memory_order_release);
-    s.pool.hand_full(full);
+    pool->hand_full(full);
   }
   install_chunk(tb, fresh);
   return tb->write;

@@ -1,14 +1,16 @@
 // Timestamps: a raw hardware counter read on the hot path, converted to
-// nanoseconds of std::chrono::steady_clock later, off the hot path.
+// nanoseconds of CLOCK_MONOTONIC (std::chrono::steady_clock) later, off the
+// hot path. Only <time.h>: <chrono> and the intrinsics headers would add
+// tens of thousands of lines to every instrumented file.
 #pragma once
 
-#include <chrono>
+#include <time.h>
+
 #include <cstdint>
 
 #include "detail/platform.hpp"
 
 #if !defined(NPUPROF_CLOCK_STEADY) && (defined(__x86_64__) || defined(__i386__))
-#include <x86intrin.h>
 #define NPUPROF_DETAIL_CLOCK_TSC 1
 #elif !defined(NPUPROF_CLOCK_STEADY) && defined(__aarch64__)
 #define NPUPROF_DETAIL_CLOCK_CNTVCT 1
@@ -18,25 +20,26 @@
 
 namespace npuprof {
 
-/// Nanoseconds on std::chrono::steady_clock (CLOCK_MONOTONIC on Linux).
-inline std::int64_t steady_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+namespace detail {
+inline std::int64_t clock_ns(clockid_t id) noexcept {
+  timespec ts{};
+  ::clock_gettime(id, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
+}  // namespace detail
 
-/// Nanoseconds since the Unix epoch on the system clock.
-inline std::int64_t wall_ns() noexcept {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
+/// Nanoseconds on CLOCK_MONOTONIC: the clock of std::chrono::steady_clock
+/// on Linux, so the two can be compared.
+inline std::int64_t steady_ns() noexcept { return detail::clock_ns(CLOCK_MONOTONIC); }
+
+/// Nanoseconds since the Unix epoch on CLOCK_REALTIME (the system clock).
+inline std::int64_t wall_ns() noexcept { return detail::clock_ns(CLOCK_REALTIME); }
 
 /// The raw counter every event is stamped with: rdtsc on x86-64, cntvct_el0
 /// on aarch64, steady_clock elsewhere or with -DNPUPROF_CLOCK_STEADY.
 NPUPROF_ALWAYS_INLINE std::uint64_t raw_ticks() noexcept {
 #if defined(NPUPROF_DETAIL_CLOCK_TSC)
-  return __rdtsc();
+  return __builtin_ia32_rdtsc();
 #elif defined(NPUPROF_DETAIL_CLOCK_CNTVCT)
   std::uint64_t v;
   asm volatile("mrs %0, cntvct_el0" : "=r"(v));

@@ -5,8 +5,10 @@
 #include <string_view>
 #include <type_traits>
 
-#include "detail/domain_table.hpp"
-#include "detail/state.hpp"
+#include "detail/domain_handle.hpp"
+#include "detail/kept_string.hpp"
+#include "detail/marker_state.hpp"
+#include "detail/platform.hpp"
 
 namespace npuprof {
 
@@ -59,18 +61,19 @@ class runtime_domain {
 /// The run-time domain called `name`; the same domain as a domain type with
 /// that name. "default" is the default domain.
 inline runtime_domain domain_by_name(std::string_view name) {
-  return runtime_domain(detail::state().domains.runtime_handle(name));
+  if (const detail::control_table* c = detail::control()) return runtime_domain(c->domain_by_name(name));
+  // Before the control side is loaded: a handle of its own, which the domain
+  // table takes in at its first marker.
+  return runtime_domain(*new detail::domain_handle(detail::keep_copy(name).data()));
 }
 
 namespace detail {
 
+/// Until the control side is loaded, a handle stays unregistered (and its
+/// markers record nothing: no session can run).
 NPUPROF_COLD inline std::uint16_t register_handle(domain_handle& h) noexcept {
-  try {
-    state().domains.register_handle(h);
-  } catch (...) {
-    return 0;
-  }
-  return h.state.load(std::memory_order_relaxed);
+  const control_table* c = control();
+  return c != nullptr ? c->register_domain(h) : 0;
 }
 
 /// 0 when the domain does not record now, else its index + 1. The common

@@ -4,8 +4,9 @@
 #include <string>
 #include <string_view>
 
-#include "buffer.hpp"
-#include "detail/state.hpp"
+#include "detail/kept_string.hpp"
+#include "detail/marker_state.hpp"
+#include "detail/pending.hpp"
 #include "stream.hpp"
 
 namespace npuprof {
@@ -13,14 +14,20 @@ namespace npuprof {
 /// Names the calling thread's track. Without it, the OS thread name is used
 /// (as set with pthread_setname_np), else the thread id.
 inline void name_thread(std::string_view name) {
-  if (detail::thread_buffer* tb = detail::this_thread_buffer()) {
-    detail::state().threads.set_name(tb->tid, std::string(name));
+  if (const detail::control_table* c = detail::control()) {
+    c->name_thread(name);
+  } else {
+    detail::t_pending_thread_name = detail::keep_copy(name).data();  // taken when the thread registers
   }
 }
 
 /// Names a device stream's track (else "Stream N").
 inline void name_stream(stream_t stream, std::string_view name) {
-  detail::state().streams.set(stream, std::string(name));
+  if (const detail::control_table* c = detail::control()) {
+    c->name_stream(stream, name);
+  } else {
+    detail::name_stream_pending(stream, name);
+  }
 }
 
 }  // namespace npuprof

@@ -5,7 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "detail/state.hpp"
+#include "detail/marker_state.hpp"
+#include "detail/pending.hpp"
 #include "domain.hpp"
 #include "filter.hpp"
 
@@ -30,12 +31,16 @@ class registered_string {
   constexpr std::uint64_t id() const noexcept { return id_; }
 
   /// The registered text.
-  std::string_view str() const { return detail::state().strings.lookup(id_); }
+  std::string_view str() const {
+    if (const detail::control_table* c = detail::control()) return c->lookup(id_);
+    return detail::pending_text(id_);
+  }
 
  private:
   static constexpr std::uint64_t intern(std::string_view s) {
     if constexpr (compiled_in<D>) {
-      return detail::state().strings.intern(s);
+      if (const detail::control_table* c = detail::control()) return c->intern(s);
+      return detail::intern_pending(s);
     } else {
       (void)s;
       return 0;

@@ -1,4 +1,8 @@
 // The session: the one place recording is switched on, drained and written.
+//
+// This is the control header: include it in the file that starts profiling.
+// Files that only place markers include <npuprof/npuprof.hpp>, which this
+// header includes too.
 #pragma once
 
 #include <pthread.h>
@@ -31,12 +35,14 @@
 #include "buffer.hpp"
 #include "clock.hpp"
 #include "config.hpp"
+#include "detail/chunk_pool.hpp"
 #include "detail/decode.hpp"
 #include "detail/dump_signal.hpp"
 #include "detail/event_filter.hpp"
 #include "detail/huge_pages.hpp"
 #include "detail/host_sys.hpp"
 #include "detail/state.hpp"
+#include "domain_filter.hpp"
 #include "error.hpp"
 #include "export/file.hpp"
 #include "export/metadata.hpp"
@@ -44,6 +50,7 @@
 #include "export/summary.hpp"
 #include "export/trace_view.hpp"
 #include "naming.hpp"
+#include "npuprof.hpp"
 #include "schedule.hpp"
 #include "trace_data.hpp"
 
@@ -77,7 +84,11 @@ class active_session;
 /// a child's session should be host only.
 class session {
  public:
-  explicit session(config cfg = config::from_env()) : cfg_(std::move(cfg)) { cfg_.validate(); }
+  explicit session(config cfg = config::from_env()) : cfg_(std::move(cfg)) {
+    cfg_.validate();
+    detail::install_control_table();
+    detail::pool();  // installs the chunk pool for recording threads
+  }
 
   /// A session still running is stopped and written (a flight recorder
   /// with dump_at_exit false only stops). Waits for dumps that other threads
@@ -244,7 +255,7 @@ namespace detail {
 class active_session {
  public:
   active_session() {
-    std::lock_guard<std::recursive_mutex> lock(state().control);
+    std::lock_guard<detail::recursive_mutex> lock(state().control);
     session_ = state().active.load(std::memory_order_acquire);
     if (session_ != nullptr) session_->users_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -307,19 +318,21 @@ inline void on_terminate() {
 // (control first: the others are leaves, never held while taking another),
 // so the child gets them in a known state; there it drops the parent's session
 // and the buffers of threads it does not have, and may start its own.
-inline std::array<std::mutex*, 4> fork_leaf_locks() noexcept {
-  process_state& st = state();
-  return {&st.threads.fork_lock(), &st.pool.fork_lock(), &st.strings.fork_lock(), &st.domains.fork_lock()};
-}
-
 inline void before_fork() noexcept {
-  state().control.lock();
-  for (std::mutex* m : fork_leaf_locks()) m->lock();
+  process_state& st = state();
+  st.control.lock();
+  st.threads.fork_lock().lock();
+  pool().fork_lock().lock();
+  st.strings.fork_lock().lock();
+  st.domains.fork_lock().lock();
 }
 
 inline void unlock_fork_leaf_locks() noexcept {
-  const auto locks = fork_leaf_locks();
-  for (auto it = locks.rbegin(); it != locks.rend(); ++it) (*it)->unlock();
+  process_state& st = state();
+  st.domains.fork_lock().unlock();
+  st.strings.fork_lock().unlock();
+  pool().fork_lock().unlock();
+  st.threads.fork_lock().unlock();
 }
 
 inline void after_fork_in_parent() noexcept {
@@ -333,8 +346,8 @@ inline void after_fork_in_child() noexcept {
   // The child's thread has a new id, which the recursive mutex does not take
   // for its owner's: unlocked (for race detectors' books), then made anew.
   st.control.unlock();
-  new (&st.control) std::recursive_mutex();
-  st.threads.forget_all_but(t_buffer, [&](chunk* c) { st.pool.hand_full(c); });
+  new (&st.control) recursive_mutex();
+  st.threads.forget_all_but(t_buffer, [&](chunk* c) { pool().hand_full(c); });
   if (session* s = st.active.exchange(nullptr, std::memory_order_acq_rel)) s->abandon_in_child();
 }
 
@@ -361,16 +374,16 @@ inline std::size_t segment_bytes(const segment& s) {
 inline void session::start() {
   detail::check_output_dir(cfg_.output_dir);  // its problems show now, not at the first write
   detail::process_state& st = detail::state();
-  std::lock_guard<std::recursive_mutex> lock(st.control);
+  std::lock_guard<detail::recursive_mutex> lock(st.control);
   if (running()) throw error("npuprof: cannot start the session: it is already running");
   if (st.active.load(std::memory_order_acquire) != nullptr) {
     throw error("npuprof: cannot start a session: another session is already running in this process; "
                 "stop it first");
   }
   const std::size_t cap = cfg_.flight.enabled ? cfg_.flight.memory_mb << 20 : cfg_.buffer_size_kb * 1024;
-  st.pool.configure(cfg_.chunk_size_kb * 1024, cap);
+  detail::pool().configure(cfg_.chunk_size_kb * 1024, cap);
   discard_stale_records();
-  st.pool.top_up();
+  detail::pool().top_up();
   trace_id_ = cfg_.trace_id_callback ? cfg_.trace_id_callback() : std::string();
   if (trace_id_.empty()) trace_id_ = detail::new_trace_id();
   start_point_ = cut_point_ = sample_clock();
@@ -388,12 +401,12 @@ inline void session::start() {
   device_ = backend.device;
   backend_note_ = std::move(backend.note);
   if (backend.forwarder != nullptr) {
-    st.forwarder.store(backend.forwarder, std::memory_order_release);
+    detail::markers().forwarder.store(backend.forwarder, std::memory_order_release);
     st.domains.set_forwarding(true);
   }
   if (device_ != nullptr) {
     device_->begin_session(cfg_.device_events_per_stream);
-    st.device.store(device_, std::memory_order_release);
+    detail::markers().device.store(device_, std::memory_order_release);
   }
   st.active.store(this, std::memory_order_release);
   running_.store(true, std::memory_order_release);
@@ -418,7 +431,7 @@ inline void session::start() {
 inline void session::halt() {
   detail::process_state& st = detail::state();
   {
-    std::lock_guard<std::recursive_mutex> lock(st.control);
+    std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: cannot stop the session: it is not running");
     st.domains.set_recording(false);
     st.domains.set_forwarding(false);
@@ -430,10 +443,10 @@ inline void session::halt() {
   }
   wake_.notify_all();
   if (drainer_.joinable()) drainer_.join();
-  std::lock_guard<std::recursive_mutex> lock(st.control);
+  std::lock_guard<detail::recursive_mutex> lock(st.control);
   if (device_ != nullptr) {
     // Ranges that began recorded still end on the device: stop after them.
-    st.device.store(nullptr, std::memory_order_release);
+    detail::markers().device.store(nullptr, std::memory_order_release);
     device_times_ = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
   }
   take_all_published();
@@ -444,7 +457,7 @@ inline void session::halt() {
 inline void session::retire_dumper() {
   std::thread dumper;
   {
-    std::lock_guard<std::recursive_mutex> lock(detail::state().control);
+    std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
     stopping_ = true;
     dumper = std::move(dumper_);
   }
@@ -458,7 +471,7 @@ inline void session::retire_dumper() {
 
 inline void session::recycle_segments() {
   for (const detail::segment& s : segments_) {
-    if (s.owned) detail::state().pool.recycle(s.source);
+    if (s.owned) detail::pool().recycle(s.source);
   }
   segments_.clear();
   copies_.clear();
@@ -469,7 +482,7 @@ inline void session::drop_oldest_segment() {
   const detail::segment& s = segments_.front();
   held_bytes_ -= detail::segment_bytes(s);
   if (s.owned) {
-    detail::state().pool.recycle(s.source);
+    detail::pool().recycle(s.source);
   } else if (s.source == nullptr) {
     copies_.pop_front();  // copies are made in the order of their segments
   }
@@ -514,8 +527,8 @@ inline void session::abandon_in_child() noexcept {
   detail::process_state& st = detail::state();
   st.domains.set_recording(false);
   st.domains.set_forwarding(false);
-  st.device.store(nullptr, std::memory_order_release);
-  st.forwarder.store(nullptr, std::memory_order_release);
+  detail::markers().device.store(nullptr, std::memory_order_release);
+  detail::markers().forwarder.store(nullptr, std::memory_order_release);
   signal_.restore();
   // The thread objects name threads of the parent: never joined, never destroyed.
   if (drainer_.joinable()) new std::thread(std::move(drainer_));
@@ -532,7 +545,7 @@ inline std::filesystem::path session::stop() {
   halt();
   bool write = true;
   {
-    std::lock_guard<std::recursive_mutex> lock(detail::state().control);
+    std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
     const clock_point end = sample_clock();
     if (cfg_.schedule && !records(action_)) {
       write = false;  // stopped between cycles: everything was written
@@ -555,7 +568,7 @@ inline void session::cancel() {
   retire_dumper();
   std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
   halt();
-  std::lock_guard<std::recursive_mutex> lock(detail::state().control);
+  std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
   device_times_ = detail::device_times();
   recycle_segments();
   running_.store(false, std::memory_order_release);
@@ -565,7 +578,7 @@ inline void session::cancel() {
 inline void session::clear() {
   refuse_in_fork_child("clear");
   std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
-  std::lock_guard<std::recursive_mutex> lock(detail::state().control);
+  std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
   drain_full_chunks();
   recycle_segments();
   discard_stale_records();
@@ -577,7 +590,7 @@ inline void session::step() {
   {
     std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
     detail::process_state& st = detail::state();
-    std::lock_guard<std::recursive_mutex> lock(st.control);
+    std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: step(): the session is not running");
     const step_action ended = action_;
     ++step_;
@@ -602,7 +615,7 @@ inline void session::step() {
       discard_stale_records();
       cut_point_ = sample_clock();
     }
-    if (action_ == step_action::warmup) st.pool.top_up();
+    if (action_ == step_action::warmup) detail::pool().top_up();
   }
   if (cycle) {
     data_ = cycle;
@@ -619,7 +632,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
   detail::device_times device;
   clock_point from{}, end{};
   {
-    std::lock_guard<std::recursive_mutex> lock(st.control);
+    std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: cannot dump: the session is not running");
     drain_full_chunks();
     // What threads are writing now is copied, not taken: they go on
@@ -707,7 +720,7 @@ inline void session::drain_loop() {
   // relaxed loads): a burst that empties it is refilled before threads run
   // out, without recording threads ever waking this one.
   const auto reserve_check = std::chrono::milliseconds(1);
-  detail::chunk_pool& pool = detail::state().pool;
+  detail::chunk_pool& pool = detail::pool();
   auto next_flush = clock::now() + period;
   std::unique_lock<std::mutex> lock(wake_mutex_);
   while (!stop_requested_) {
@@ -726,7 +739,7 @@ inline void session::drain_loop() {
       host_sys_unavailable_ = host->unavailable();
     }
     {
-      std::lock_guard<std::recursive_mutex> control(detail::state().control);
+      std::lock_guard<detail::recursive_mutex> control(detail::state().control);
       drain_full_chunks();
       pool.top_up();
       if (device_ != nullptr) device_->resolve();
@@ -763,15 +776,15 @@ inline void session::start_signal_dump() {
 // exited early) is copied and goes straight back to the pool, so that threads
 // that come and go do not use up the free chunks.
 inline void session::drain_full_chunks() {
-  detail::process_state& st = detail::state();
+  detail::chunk_pool& pool = detail::pool();
   const std::int64_t now = steady_ns();
-  while (detail::chunk* c = st.pool.take_full()) {
+  while (detail::chunk* c = pool.take_full()) {
     std::uint64_t* end = c->published.load(std::memory_order_acquire);
     const auto used = static_cast<std::size_t>(end - c->unread);
     if (used * 4 < static_cast<std::size_t>(c->limit - c->data())) {
       const std::vector<std::uint64_t>& copy = copies_.emplace_back(c->unread, end);
       segments_.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, now, c});
-      st.pool.recycle(c);
+      pool.recycle(c);
     } else {
       segments_.push_back({c, c->unread, end, c->tid, true, now, c});
       c->unread = end;
@@ -798,17 +811,17 @@ inline void session::take_all_published() {
 // Records written after the previous session stopped belong to no session.
 inline void session::discard_stale_records() {
   detail::process_state& st = detail::state();
-  while (detail::chunk* c = st.pool.take_full()) st.pool.recycle(c);
+  while (detail::chunk* c = detail::pool().take_full()) detail::pool().recycle(c);
   st.threads.for_each_live([](detail::thread_buffer& tb) {
     if (detail::chunk* c = tb.current.load(std::memory_order_acquire)) {
       c->unread = c->published.load(std::memory_order_acquire);
     }
   });
   st.threads.take_drops();
-  st.stats.truncated_messages.exchange(0);
-  st.stats.null_messages.exchange(0);
-  st.stats.unregistered_drops.exchange(0);
-  st.stats.dropped_range_ends.exchange(0);
+  detail::markers().stats.truncated_messages.exchange(0);
+  detail::markers().stats.null_messages.exchange(0);
+  detail::markers().stats.unregistered_drops.exchange(0);
+  detail::markers().stats.dropped_range_ends.exchange(0);
 }
 
 // Decodes `from_segments` into trace_data. `take_counts` resets the drop
@@ -827,7 +840,7 @@ inline std::shared_ptr<trace_data> session::collect(const segments& from_segment
   d->hostname = detail::host_name();
   d->config = cfg_.to_json();
   d->domains = st.domains.names();
-  d->thread_names = st.threads.names();
+  for (auto& [tid, name] : st.threads.names()) d->thread_names[tid] = std::move(name);
   for (auto& [stream, name] : st.streams.all()) d->stream_names[reinterpret_cast<std::uintptr_t>(stream)] = name;
 
   std::size_t words = 0;
@@ -845,20 +858,22 @@ inline std::shared_ptr<trace_data> session::collect(const segments& from_segment
   // belongs to this data, even one stamped just before `from` and published
   // after the previous cycle was cut.
   auto count = [&](std::atomic<std::uint64_t>& c) { return take_counts ? c.exchange(0) : c.load(); };
-  d->counts.dropped_range_ends = count(st.stats.dropped_range_ends);
+  d->counts.dropped_range_ends = count(detail::markers().stats.dropped_range_ends);
   detail::decoder dec(*d, start_point_.ticks, device);
   dec.begins_may_be_gone(cfg_.flight.enabled);
   for (const detail::segment& s : from_segments) dec.add(s);
   dec.finish(end.ticks, d->counts.dropped_range_ends != 0);
 
-  d->counts.dropped_by_thread = take_counts ? st.threads.take_drops() : st.threads.peek_drops_by_thread();
+  for (auto& [tid, n] : take_counts ? st.threads.take_drops() : st.threads.peek_drops_by_thread()) {
+    d->counts.dropped_by_thread[tid] += n;
+  }
   for (auto& [tid, n] : d->counts.dropped_by_thread) d->counts.dropped += n;
-  d->counts.dropped += count(st.stats.unregistered_drops);
-  d->counts.truncated_messages = count(st.stats.truncated_messages);
-  d->counts.null_messages = count(st.stats.null_messages);
-  d->counts.rejected_domain_names = st.stats.rejected_domain_names.load();
+  d->counts.dropped += count(detail::markers().stats.unregistered_drops);
+  d->counts.truncated_messages = count(detail::markers().stats.truncated_messages);
+  d->counts.null_messages = count(detail::markers().stats.null_messages);
+  d->counts.rejected_domain_names = detail::markers().stats.rejected_domain_names.load();
   d->counts.domains_over_limit = st.domains.over_limit_count();
-  d->counts.destroyed_domain_calls = count(st.stats.destroyed_domain_calls);
+  d->counts.destroyed_domain_calls = count(detail::markers().stats.destroyed_domain_calls);
   return d;
 }
 

@@ -1,5 +1,5 @@
 // A program that uses an installed (or subproject) npuprof.
-#include <npuprof/npuprof.hpp>
+#include <npuprof/session.hpp>
 
 #include <cstdio>
 

@@ -3,7 +3,7 @@
 // written trace_view.json must parse, and give back the input as documented:
 // cut to 255 bytes at a character boundary, each byte that is not part of
 // valid UTF-8 replaced by U+FFFD. Nothing may crash.
-#include <npuprof/npuprof.hpp>
+#include <npuprof/session.hpp>
 
 #include <cstdint>
 #include <cstdlib>

@@ -16,16 +16,19 @@
 #include <boost/lockfree/stack.hpp>
 
 #include "chunk.hpp"
+#include "chunk_source.hpp"
+#include "marker_state.hpp"
+#include "platform.hpp"
 
 namespace npuprof::detail {
 
-class chunk_pool {
+class chunk_pool final : public chunk_source {
  public:
   chunk_pool() : free_(64), full_(64), nodes_(64) {}
 
   // --- recording threads ---------------------------------------------------
 
-  chunk* take_free() noexcept {
+  chunk* take_free() noexcept override {
     chunk* c = nullptr;
     if (!free_.pop(c)) {
       ran_dry_.store(true, std::memory_order_relaxed);
@@ -37,7 +40,7 @@ class chunk_pool {
 
   /// Hands a chunk over to the drainer. Cannot fail for want of space: the
   /// queue has a node reserved for every chunk in existence.
-  void hand_full(chunk* c) noexcept { full_.bounded_push(c); }
+  void hand_full(chunk* c) noexcept override { full_.bounded_push(c); }
 
   /// For fork(): held across it so that the child finds it unlocked.
   std::mutex& fork_lock() const noexcept { return mutex_; }
@@ -106,7 +109,7 @@ class chunk_pool {
   /// A chunk for a thread recording its first event: a free one, else a new
   /// one while the cap allows. Registering a thread may allocate (it does
   /// already); recording afterwards never does.
-  chunk* take_for_new_thread() noexcept {
+  chunk* take_for_new_thread() noexcept override {
     if (chunk* c = take_free()) return c;
     try {
       return make();
@@ -202,5 +205,17 @@ class chunk_pool {
   std::size_t allocated_ = 0;  // chunks in existence, wherever they are
   std::map<std::size_t, std::size_t> count_by_size_;
 };
+
+/// The process's chunk pool, made with the first session and installed in
+/// the process state, where recording threads reach it. Never destroyed, as
+/// that state is not.
+NPUPROF_PROCESS_WIDE inline chunk_pool& pool() {
+  static chunk_pool* const p = [] {
+    auto* made = new chunk_pool();
+    markers().chunks.store(made, std::memory_order_release);
+    return made;
+  }();
+  return *p;
+}
 
 }  // namespace npuprof::detail

@@ -3,32 +3,21 @@
 // of its own domain_handle, which this table keeps up to date.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
-#include <deque>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
+#include "domain_handle.hpp"
 #include "forward_hook.hpp"
+#include "kept_string.hpp"
+#include "mutex.hpp"
 #include "record.hpp"
+#include "string_index.hpp"
 
 namespace npuprof::detail {
-
-/// What a marker reads to know whether to record: 0 when off, the domain
-/// index + 1 when on, `unregistered` before the first use in this module.
-struct domain_handle {
-  static constexpr std::uint16_t unregistered = 0xFFFF;
-
-  const char* name;
-  std::atomic<std::uint16_t> state{unregistered};
-
-  constexpr explicit domain_handle(const char* n) noexcept : name(n) {}
-};
 
 /// The run-time filter: the `mstx` switch plus domain include/exclude lists.
 /// When both lists are given, only the include list takes effect.
@@ -40,7 +29,10 @@ struct domain_filter {
   bool accepts(std::string_view name) const {
     if (!markers) return false;
     auto in = [&](const std::vector<std::string>& list) {
-      return std::find(list.begin(), list.end(), name) != list.end();
+      for (const std::string& item : list) {
+        if (item == name) return true;
+      }
+      return false;
     };
     if (!include.empty()) return in(include);
     return !in(exclude);
@@ -55,14 +47,14 @@ class domain_table {
   static constexpr const char* over_limit_name = "(domains over the limit)";
 
   domain_table() {
-    names_.emplace_back("default");
-    index_.emplace(names_.back(), 0);
+    names_.push_back(keep_copy("default"));
+    index_.insert(names_.back(), 0);
   }
 
   /// Gives `h` its index and its current state. Called once per handle and
   /// module, from the first marker that uses it.
   void register_handle(domain_handle& h) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock_guard<mutex> lock(mutex_);
     if (h.state.load(std::memory_order_relaxed) != domain_handle::unregistered) return;
     const char* name = h.name ? h.name : "";
     const std::uint32_t index = index_of_locked(name);
@@ -72,26 +64,27 @@ class domain_table {
 
   /// A handle owned by the table, for domains known only by name at run time.
   domain_handle& runtime_handle(std::string_view name) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = runtime_index_.find(name); it != runtime_index_.end()) return it->second->handle;
-    runtime_.emplace_back(std::string(name));
-    auto& rt = runtime_.back();
-    runtime_index_.emplace(rt.name, &rt);
-    const std::uint32_t index = index_of_locked(rt.name);
-    handles_.push_back({&rt.handle, index, rt.name.c_str()});
-    rt.handle.state.store(state_for(index, rt.name), std::memory_order_relaxed);
-    return rt.handle;
+    lock_guard<mutex> lock(mutex_);
+    if (const std::uint32_t i = runtime_index_.find(name); i != string_index::missing) return *runtime_[i];
+    const std::string_view kept = keep_copy(name);
+    auto* h = new domain_handle(kept.data());
+    runtime_index_.insert(kept, static_cast<std::uint32_t>(runtime_.size()));
+    runtime_.push_back(h);
+    const std::uint32_t index = index_of_locked(kept);
+    handles_.push_back({h, index, h->name});
+    h->state.store(state_for(index, kept), std::memory_order_relaxed);
+    return *h;
   }
 
   /// Distinct domain names past the limit, recorded under over_limit_name.
   std::uint64_t over_limit_count() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock_guard<mutex> lock(mutex_);
     return over_limit_names_;
   }
 
   /// Turns recording on or off for every domain, as a session starts or stops.
   void set_recording(bool on) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock_guard<mutex> lock(mutex_);
     recording_ = on;
     refresh_locked();
   }
@@ -99,35 +92,35 @@ class domain_table {
   /// Replaces the run-time filter; threads that record see the change at
   /// their next marker.
   void set_filter(domain_filter f) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock_guard<mutex> lock(mutex_);
     filter_ = std::move(f);
     refresh_locked();
   }
 
   domain_filter filter() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock_guard<mutex> lock(mutex_);
     return filter_;
   }
 
   /// Sets forward_bit in every recording domain's state, or clears it.
   void set_forwarding(bool on) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock_guard<mutex> lock(mutex_);
     forwarding_ = on;
     refresh_locked();
   }
 
   /// For fork(): held across it so that the child finds it unlocked.
-  std::mutex& fork_lock() const noexcept { return mutex_; }
+  mutex& fork_lock() const noexcept { return mutex_; }
 
   /// The name of domain `index` ("" if none).
   std::string name_of(std::uint32_t index) const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return index < names_.size() ? names_[index] : std::string();
+    lock_guard<mutex> lock(mutex_);
+    return index < names_.size() ? std::string(names_[index]) : std::string();
   }
 
   /// Names of all domains, by index (for the exporters).
   std::vector<std::string> names() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+    lock_guard<mutex> lock(mutex_);
     return {names_.begin(), names_.end()};
   }
 
@@ -137,16 +130,8 @@ class domain_table {
     std::uint32_t index;
     const char* name;  // the domain's own name, also past the limit (for the filter)
   };
-  struct runtime_domain_entry {
-    explicit runtime_domain_entry(std::string n) : name(std::move(n)), handle(nullptr) {
-      handle.name = name.c_str();
-    }
-    std::string name;
-    domain_handle handle;
-  };
-
   std::uint32_t index_of_locked(std::string_view name) {
-    if (auto it = index_.find(name); it != index_.end()) return it->second;
+    if (const std::uint32_t i = index_.find(name); i != string_index::missing) return i;
     if (names_.size() >= over_limit) {
       if (over_limit_names_++ == 0) {
         names_.resize(over_limit + 1);
@@ -157,8 +142,8 @@ class domain_table {
       }
       return over_limit;
     }
-    names_.emplace_back(name);
-    index_.emplace(names_.back(), static_cast<std::uint32_t>(names_.size() - 1));
+    names_.push_back(keep_copy(name));
+    index_.insert(names_.back(), static_cast<std::uint32_t>(names_.size() - 1));
     return static_cast<std::uint32_t>(names_.size() - 1);
   }
 
@@ -171,12 +156,12 @@ class domain_table {
     for (auto& r : handles_) r.handle->state.store(state_for(r.index, r.name), std::memory_order_relaxed);
   }
 
-  mutable std::mutex mutex_;
-  std::deque<std::string> names_;  // by index; a deque never moves what it holds
-  std::unordered_map<std::string_view, std::uint32_t> index_;
+  mutable mutex mutex_;
+  std::vector<std::string_view> names_;  // by index; each a copy kept for good
+  string_index index_;
   std::vector<registered> handles_;
-  std::deque<runtime_domain_entry> runtime_;
-  std::unordered_map<std::string_view, runtime_domain_entry*> runtime_index_;
+  std::vector<domain_handle*> runtime_;  // handles of run-time domains, kept for good
+  string_index runtime_index_;
   domain_filter filter_;
   bool recording_ = false;
   bool forwarding_ = false;

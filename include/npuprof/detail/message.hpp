@@ -8,8 +8,8 @@
 #include <string_view>
 
 #include "../registered_string.hpp"
+#include "marker_state.hpp"
 #include "record.hpp"
-#include "state.hpp"
 
 namespace npuprof::detail {
 
@@ -29,12 +29,12 @@ class message {
   /// Null text and truncation are counted.
   std::size_t copy_length() const noexcept {
     if (text_ == nullptr) {
-      state().stats.bump(state().stats.null_messages);
+      markers().stats.bump(markers().stats.null_messages);
       return 0;
     }
     std::size_t n = length_ == unknown_length ? ::strnlen(text_, max_message + 1) : length_;
     if (NPUPROF_LIKELY(n <= max_message)) return n;
-    state().stats.bump(state().stats.truncated_messages);
+    markers().stats.bump(markers().stats.truncated_messages);
     n = max_message;
     while (n > 0 && (static_cast<unsigned char>(text_[n]) & 0xC0) == 0x80) --n;
     return n;

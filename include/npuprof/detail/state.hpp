@@ -1,21 +1,28 @@
-// The one process-wide state object behind every npuprof call.
+// The control side's process-wide state: the tables of domains, strings,
+// threads and stream names, and the function table through which the marker
+// layer reaches them (see marker_state.hpp).
 #pragma once
+
+#include <pthread.h>
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
-#include <unordered_map>
+#include <string_view>
+#include <utility>
+#include <vector>
 
+#include "../buffer.hpp"
 #include "../clock.hpp"
-#include "chunk_pool.hpp"
-#include "device_hook.hpp"
-#include "forward_hook.hpp"
 #include "domain_table.hpp"
+#include "marker_state.hpp"
+#include "mutex.hpp"
+#include "pending.hpp"
 #include "platform.hpp"
 #include "prefetch.hpp"
 #include "string_table.hpp"
 #include "thread_buffer.hpp"
+#include "thread_registry.hpp"
 
 namespace npuprof {
 class session;
@@ -25,33 +32,27 @@ namespace npuprof::detail {
 
 void on_thread_exit(void* buffer) noexcept;
 
-/// Counters of problems met while recording; reported in the metadata.
-struct recording_stats {
-  std::atomic<std::uint64_t> truncated_messages{0};
-  std::atomic<std::uint64_t> null_messages{0};
-  std::atomic<std::uint64_t> unregistered_drops{0};  // a thread that could not get a buffer
-  std::atomic<std::uint64_t> rejected_domain_names{0};
-  std::atomic<std::uint64_t> dropped_range_ends{0};  // ends that found no room at all
-  std::atomic<std::uint64_t> destroyed_domain_calls{0};  // mstx marks and range starts on a destroyed domain
-
-  void bump(std::atomic<std::uint64_t>& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
-};
-
-/// Names users gave to device streams.
+/// Names users gave to device streams (few, set rarely: a list will do).
 class stream_names {
  public:
   void set(void* stream, std::string name) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    names_[stream] = std::move(name);
+    lock_guard<mutex> lock(mutex_);
+    for (auto& entry : names_) {
+      if (entry.first == stream) {
+        entry.second = std::move(name);
+        return;
+      }
+    }
+    names_.emplace_back(stream, std::move(name));
   }
-  std::unordered_map<void*, std::string> all() const {
-    std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<void*, std::string>> all() const {
+    lock_guard<mutex> lock(mutex_);
     return names_;
   }
 
  private:
-  mutable std::mutex mutex_;
-  std::unordered_map<void*, std::string> names_;
+  mutable mutex mutex_;
+  std::vector<std::pair<void*, std::string>> names_;
 };
 
 struct process_state {
@@ -59,22 +60,14 @@ struct process_state {
 
   domain_table domains;
   string_table strings;
-  chunk_pool pool;
   thread_registry threads;
-  recording_stats stats;
   stream_names streams;
   /// The first clock point of the process: the far end of every calibration.
   clock_point origin;
 
   /// Serialises session start, stop, dumps and drains.
-  std::recursive_mutex control;
+  recursive_mutex control;
   std::atomic<session*> active{nullptr};
-  /// The device backend of the running session; null when host only.
-  std::atomic<device_recorder*> device{nullptr};
-  /// Where markers are forwarded while domains carry forward_bit.
-  std::atomic<marker_forwarder*> forwarder{nullptr};
-  /// Whether recording threads may fetch lines for writing ahead of time.
-  const bool can_prefetch = can_prefetch_for_write();
   bool exit_hook_installed = false;
 };
 
@@ -84,5 +77,105 @@ NPUPROF_PROCESS_WIDE inline process_state& state() {
   static process_state* s = new process_state();
   return *s;
 }
+
+// --- the control table's entries ---------------------------------------------
+
+inline thread_buffer* register_thread() noexcept {
+  process_state& s = state();
+  const std::uint32_t tid = os_thread_id();
+  thread_buffer* tb = nullptr;
+  try {
+    tb = s.threads.acquire(tid);
+    char name[64] = {};
+    if (const char* given = t_pending_thread_name) {
+      s.threads.set_name(tid, given);
+      t_pending_thread_name = nullptr;
+    } else if (::pthread_getname_np(::pthread_self(), name, sizeof name) == 0 && name[0] != '\0') {
+      s.threads.set_name(tid, name);
+    }
+  } catch (...) {
+    return nullptr;
+  }
+  ::pthread_setspecific(s.threads.key(), tb);
+  t_buffer = tb;
+  return tb;
+}
+
+/// Runs when a thread that recorded exits: its last chunk goes to the drainer
+/// so that none of its events are lost, and its buffer becomes reusable.
+inline void on_thread_exit(void* buffer) noexcept {
+  auto* tb = static_cast<thread_buffer*>(buffer);
+  if (chunk* c = tb->current.exchange(nullptr, std::memory_order_acq_rel)) {
+    // A chunk exists only once the pool that made it is installed.
+    markers().chunks.load(std::memory_order_acquire)->hand_full(c);
+  }
+  tb->write = tb->limit = nullptr;
+  if (t_buffer == tb) t_buffer = nullptr;
+  try {
+    state().threads.release(tb);
+  } catch (...) {
+  }
+}
+
+inline std::uint16_t register_domain(domain_handle& h) noexcept {
+  try {
+    state().domains.register_handle(h);
+  } catch (...) {
+    return 0;
+  }
+  return h.state.load(std::memory_order_relaxed);
+}
+
+inline domain_handle& runtime_domain_handle(std::string_view name) { return state().domains.runtime_handle(name); }
+
+inline std::uint64_t intern_string(std::string_view s) { return state().strings.intern(s); }
+
+inline std::string_view lookup_string(std::uint64_t id) { return state().strings.lookup(id); }
+
+inline void name_this_thread(std::string_view name) {
+  if (thread_buffer* tb = this_thread_buffer()) state().threads.set_name(tb->tid, std::string(name));
+}
+
+inline void set_stream_name(stream_t stream, std::string_view name) {
+  state().streams.set(stream, std::string(name));
+}
+
+/// Takes over the strings and stream names given before the table was
+/// installed, oldest first.
+inline void adopt_pending() {
+  std::vector<pending_entry*> taken;
+  for (pending_entry* e = g_pending.head.exchange(nullptr, std::memory_order_acquire); e != nullptr; e = e->next) {
+    taken.push_back(e);
+  }
+  process_state& s = state();
+  for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
+    if ((*it)->id != 0) {
+      s.strings.adopt((*it)->id, (*it)->text);
+    } else {
+      s.streams.set((*it)->stream, std::string((*it)->text));
+    }
+  }
+}
+
+inline constexpr control_table control_entries{
+    &register_thread, &register_domain, &runtime_domain_handle, &intern_string,
+    &lookup_string,   &name_this_thread, &set_stream_name,      &adopt_pending,
+};
+
+/// Makes the control side reachable from the marker layer. The first call in
+/// the process installs the table; later ones (other shared objects
+/// included) find it there.
+inline void install_control_table() {
+  state();
+  marker_state& m = markers();
+  if (m.control.load(std::memory_order_acquire) != nullptr) return;
+  m.can_prefetch.store(can_prefetch_for_write(), std::memory_order_relaxed);
+  const control_table* expected = nullptr;
+  if (m.control.compare_exchange_strong(expected, &control_entries, std::memory_order_acq_rel)) adopt_pending();
+}
+
+/// Every file that includes the control side installs the table while the
+/// program starts (or its shared object loads), before markers need it.
+inline const bool control_table_installed = (install_control_table(), true);
 
 }  // namespace npuprof::detail

@@ -15,8 +15,8 @@
 #include "device_hook.hpp"
 #include "message.hpp"
 #include "prefetch.hpp"
+#include "marker_state.hpp"
 #include "record.hpp"
-#include "state.hpp"
 
 namespace npuprof::detail {
 
@@ -30,7 +30,7 @@ struct device_seqs {
 /// Records a device event on `stream` when a device backend runs.
 inline device_seqs record_device_event(stream_t stream) noexcept {
   device_seqs d;
-  if (device_recorder* r = state().device.load(std::memory_order_acquire)) {
+  if (device_recorder* r = markers().device.load(std::memory_order_acquire)) {
     d.seq[0] = r->record(stream);
     d.count = 1;
   }
@@ -146,7 +146,7 @@ inline bool write_complete_on_stream(std::uint64_t first, std::uint64_t tag, str
                                      std::uint64_t begin_device) noexcept {
   device_seqs dev;
   dev.seq[0] = begin_device == no_device_backend ? no_device_event : begin_device;
-  process_state& st = state();
+  marker_state& st = markers();
   if (device_recorder* r = st.device.load(std::memory_order_acquire)) {
     dev.seq[1] = r->record(stream);
     dev.count = 2;
@@ -165,7 +165,7 @@ inline bool write_complete_on_stream(std::uint64_t first, std::uint64_t tag, str
   if (NPUPROF_UNLIKELY(p == nullptr)) return false;
   // The drainer read the buffer's recycled lines on another core; fetch the
   // next few ranges' line now, as the event pool does for its own lines.
-  if (st.can_prefetch) prefetch_for_write(p + 32);
+  if (st.can_prefetch.load(std::memory_order_relaxed)) prefetch_for_write(p + 32);
   p[0] = first;
   p[1] = tag | stream_bit | device_bit;
   p[2] = end;

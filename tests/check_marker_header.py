@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""The marker header includes only the standard library and npuprof's marker
+layer: no JSON, formatting or Boost headers, none of the control side's
+headers, and none of the heavy standard headers the control side uses.
+
+Usage: check_marker_header.py INCLUDE_DIR COMPILER [ARGS...]
+Lists the headers a file including only <npuprof/npuprof.hpp> reads (the
+compiler's -M output) and checks each of them.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+# Headers of npuprof's control side, reached only through <npuprof/session.hpp>.
+CONTROL = {
+    "session.hpp", "config.hpp", "schedule.hpp", "domain_filter.hpp", "trace_data.hpp", "error.hpp",
+    "detail/state.hpp", "detail/chunk_pool.hpp", "detail/domain_table.hpp", "detail/string_table.hpp",
+    "detail/string_index.hpp", "detail/thread_registry.hpp", "detail/decode.hpp", "detail/host_sys.hpp",
+}
+CONTROL_DIRS = ("export/", "backend/")
+# Libraries the marker layer must not pull into every instrumented file.
+FOREIGN = ("/boost/", "/fmt/", "/nlohmann/")
+# Standard headers that cost thousands of lines each and that the marker layer
+# has no need for (it uses pthreads and clock_gettime directly).
+HEAVY_STD = {"mutex", "chrono", "thread", "unordered_map", "map", "deque", "functional", "memory",
+             "sstream", "iostream", "fstream", "filesystem", "regex", "x86intrin.h", "immintrin.h"}
+
+
+def headers_read(include_dir, compiler):
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "marker_only.cpp")
+        with open(src, "w") as f:
+            f.write("#include <npuprof/npuprof.hpp>\nint main() { return 0; }\n")
+        out = subprocess.run(compiler + ["-std=c++17", "-I", include_dir, "-M", src],
+                             check=True, capture_output=True, text=True).stdout
+    deps = out.replace("\\\n", " ").split(":", 1)[1].split()
+    return [os.path.normpath(d) for d in deps if not d.endswith("marker_only.cpp")]
+
+
+def main():
+    include_dir = os.path.normpath(os.path.abspath(sys.argv[1]))
+    compiler = sys.argv[2:]
+    npuprof_dir = os.path.join(include_dir, "npuprof") + os.sep
+    problems = []
+    read = headers_read(include_dir, compiler)
+    for path in read:
+        if path.startswith(npuprof_dir):
+            rel = path[len(npuprof_dir):]
+            if rel in CONTROL or rel.startswith(CONTROL_DIRS):
+                problems.append(f"control header {rel}")
+        elif any(lib in path for lib in FOREIGN):
+            problems.append(f"library header {path}")
+        elif os.path.basename(path) in HEAVY_STD:
+            problems.append(f"heavy standard header {path}")
+    own = sum(1 for p in read if p.startswith(npuprof_dir))
+    print(f"<npuprof/npuprof.hpp> reads {len(read)} headers, {own} of them npuprof's")
+    if own < 10:
+        problems.append(f"only {own} npuprof headers read: the check did not see the marker layer")
+    for p in problems:
+        print("not allowed in the marker header:", p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -329,3 +329,62 @@ TEST_CASE("a thread that only ends ranges begun elsewhere is named in the trace"
   REQUIRE(slice[0]["args"]["end_tid"] == ender);
   CHECK(t.thread_name(ender) == "responder");
 }
+
+TEST_CASE("requests ended on other threads share as few cross-thread tracks as their overlap needs") {
+  // 200 requests, begun on this thread and each ended by one of 4 workers
+  // after a short, varying time: at most a handful are in flight at once.
+  test::temp_dir dir;
+  auto t = test::record(test::config_in(dir), [] {
+    std::vector<std::thread> workers;
+    for (int w = 0; w < 4; ++w) {
+      workers.emplace_back([w] {
+        for (int r = w; r < 200; r += 4) {
+          const std::string name = "request " + std::to_string(r);
+          const auto id = npuprof::range_start<kernels>(name);
+          std::thread([id, r] {
+            std::this_thread::sleep_for(std::chrono::microseconds(200 + 50 * (r % 7)));
+            npuprof::range_end<kernels>(id);
+          }).join();
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
+  });
+  std::vector<std::pair<std::int64_t, std::int64_t>> spans;  // begin, end of every request
+  std::map<std::uint64_t, std::vector<std::pair<std::int64_t, std::int64_t>>> by_track;
+  for (const auto& e : t.phase("X")) {
+    const std::string name = e["name"];
+    if (name.rfind("request ", 0) != 0) continue;
+    const std::int64_t b = test::to_ns(e["ts"]);
+    const std::int64_t end = b + test::to_ns(e["dur"]);
+    spans.emplace_back(b, end);
+    by_track[e["tid"].get<std::uint64_t>()].emplace_back(b, end);
+  }
+  REQUIRE(spans.size() == 200);
+  // The most requests in flight at once, from the trace itself.
+  std::vector<std::pair<std::int64_t, int>> edges;
+  for (auto [b, e] : spans) {
+    edges.emplace_back(b, +1);
+    edges.emplace_back(e, -1);
+  }
+  std::sort(edges.begin(), edges.end());  // an end before a begin at the same time
+  int open = 0, most = 0;
+  for (auto [ts, d] : edges) most = std::max(most, open += d);
+  std::size_t lanes = 0;
+  for (const auto& [tid, list] : by_track) {
+    if (t.thread_name(tid).rfind("cross-thread ranges", 0) == 0) ++lanes;
+  }
+  INFO("tracks: " << lanes << ", most in flight: " << most);
+  CHECK(lanes >= 1);
+  CHECK(lanes <= static_cast<std::size_t>(most));
+  // On each track, slices nest or follow each other: never a partial overlap.
+  for (auto& [tid, list] : by_track) {
+    std::sort(list.begin(), list.end());
+    std::vector<std::int64_t> stack;
+    for (auto [b, e] : list) {
+      while (!stack.empty() && stack.back() <= b) stack.pop_back();
+      if (!stack.empty()) CHECK(e <= stack.back());
+      stack.push_back(e);
+    }
+  }
+}

@@ -6,6 +6,8 @@
 // never locks, allocates or blocks once the thread is registered.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <pthread.h>
 
 #include <cstddef>
@@ -16,7 +18,9 @@
 #include "detail/record.hpp"
 #include "detail/thread_buffer.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// Words at the end of every chunk that only range ends may use: a range
 /// whose begin was recorded finds room for its end even when no free chunk is
@@ -120,4 +124,6 @@ inline std::uint64_t next_range_id() noexcept {
   return tb->id_base | (++tb->id_seq & ((std::uint64_t{1} << 40) - 1));
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

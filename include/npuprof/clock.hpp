@@ -4,6 +4,8 @@
 // tens of thousands of lines to every instrumented file.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <time.h>
 
 #include <cstdint>
@@ -19,6 +21,7 @@
 #endif
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 namespace detail {
 inline std::int64_t clock_ns(clockid_t id) noexcept {
@@ -112,4 +115,5 @@ class clock_calibration {
   double ns_per_tick_ = 1.0;
 };
 
+NPUPROF_ABI_END
 }  // namespace npuprof

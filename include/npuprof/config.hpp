@@ -2,6 +2,8 @@
 // the environment, with the key names users of torch_npu's profiler know.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <csignal>
@@ -26,6 +28,7 @@
 #include "schedule.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 /// `flight_recorder`: always-on mode. The session keeps only the most recent
 /// window of events, within a memory cap, and writes it when asked
@@ -606,4 +609,5 @@ inline nlohmann::json config::to_json() const {
           {"source", source}};
 }
 
+NPUPROF_ABI_END
 }  // namespace npuprof

@@ -1,6 +1,8 @@
 // Counters: numeric time series (queue depth, batch size, bytes in flight).
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -11,6 +13,7 @@
 #include "filter.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 namespace detail {
 
 template <class T>
@@ -53,4 +56,5 @@ inline void counter(runtime_domain d, detail::message name, T value) noexcept {
   }
 }
 
+NPUPROF_ABI_END
 }  // namespace npuprof

@@ -1,16 +1,20 @@
 // Domains: named groups of markers that can be switched on and off together.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <cstddef>
 #include <string_view>
 #include <type_traits>
 
+#include "detail/abi_check.hpp"
 #include "detail/domain_handle.hpp"
 #include "detail/kept_string.hpp"
 #include "detail/marker_state.hpp"
 #include "detail/platform.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 /// The domain markers use when none is named. Its name, "default", is reserved.
 struct default_domain {
@@ -72,8 +76,9 @@ namespace detail {
 /// Until the control side is loaded, a handle stays unregistered (and its
 /// markers record nothing: no session can run).
 NPUPROF_COLD inline std::uint16_t register_handle(domain_handle& h) noexcept {
-  const control_table* c = control();
-  return c != nullptr ? c->register_domain(h) : 0;
+  if (const control_table* c = control()) return c->register_domain(h);
+  check_process_abi();
+  return 0;
 }
 
 /// 0 when the domain does not record now, else its index + 1. The common
@@ -86,4 +91,5 @@ NPUPROF_ALWAYS_INLINE std::uint16_t recording_state(domain_handle& h) noexcept {
 }
 
 }  // namespace detail
+NPUPROF_ABI_END
 }  // namespace npuprof

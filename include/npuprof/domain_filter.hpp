@@ -3,6 +3,8 @@
 // from their configuration when they start.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "detail/state.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 /// The run-time filter: the `mstx` switch and the domain include/exclude lists.
 using domain_filter = detail::domain_filter;
@@ -51,4 +54,5 @@ inline void set_domain_exclude(std::vector<std::string> names) {
   set_domain_filter(std::move(f));
 }
 
+NPUPROF_ABI_END
 }  // namespace npuprof

@@ -1,10 +1,13 @@
 // The exception type npuprof throws from its control API (never from markers).
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <stdexcept>
 #include <string>
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 /// Thrown by session control, configuration and output functions when they
 /// cannot do what was asked. The message says what and why, naming files and
@@ -21,4 +24,5 @@ class config_error : public error {
   using error::error;
 };
 
+NPUPROF_ABI_END
 }  // namespace npuprof

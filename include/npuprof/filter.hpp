@@ -3,12 +3,15 @@
 // record, is set through the control header (domain_filter.hpp).
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <string_view>
 
 #include "detail/platform.hpp"
 #include "domain.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 namespace detail {
 
 constexpr bool is_list_space(char c) noexcept { return c == ' ' || c == '\t' || c == '"' || c == '\''; }
@@ -78,4 +81,5 @@ inline constexpr bool compiled_in<runtime_domain> =
     true;
 #endif
 
+NPUPROF_ABI_END
 }  // namespace npuprof

@@ -9,6 +9,8 @@
 //     NPUPROF_MARK(kernels, "step");            // instant event
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include "detail/platform.hpp"
 
 #if defined(NPUPROF_DISABLE)
@@ -25,7 +27,9 @@
 #include "registered_string.hpp"
 #include "stream.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// A call site's interned string and optional stream. `Site` is a lambda type
 /// unique to the call site, so each site interns its string exactly once.
@@ -56,7 +60,9 @@ class site_range {
   scoped_range<D> range_;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof
 
 #define NPUPROF_DETAIL_SITE(D, ...) ::npuprof::detail::call_site<D>([] {}, __VA_ARGS__)
 

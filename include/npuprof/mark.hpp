@@ -1,6 +1,8 @@
 // Marks: instant events.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include "detail/forward.hpp"
 #include "detail/message.hpp"
 #include "detail/writer.hpp"
@@ -9,6 +11,7 @@
 #include "stream.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 /// Records an instant event named `msg` in domain D. With a stream, the mark
 /// is also tied to that device stream.
@@ -38,4 +41,5 @@ inline void mark(runtime_domain d, detail::message msg, stream_t stream = nullpt
   }
 }
 
+NPUPROF_ABI_END
 }  // namespace npuprof

@@ -1,6 +1,8 @@
 // Names for threads and device streams, as shown on the timeline.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <string>
 #include <string_view>
 
@@ -10,6 +12,7 @@
 #include "stream.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 /// Names the calling thread's track. Without it, the OS thread name is used
 /// (as set with pthread_setname_np), else the thread id.
@@ -30,4 +33,5 @@ inline void name_stream(stream_t stream, std::string_view name) {
   }
 }
 
+NPUPROF_ABI_END
 }  // namespace npuprof

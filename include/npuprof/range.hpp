@@ -2,6 +2,8 @@
 // range_start/range_end (explicit, the end may come from another thread).
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -15,6 +17,7 @@
 #include "stream.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 /// Identifies a range begun with range_start; 0 means "not recorded", and
 /// ending it does nothing.
@@ -105,8 +108,9 @@ inline void end_range(domain_handle& h, range_id id, stream_t stream) noexcept {
 
 /// Begins a range that may end on any thread. Returns 0 when it is not
 /// recorded (filtered, no session, or dropped); range_end(0) does nothing.
+/// The id is the only way to end the range: dropping it leaves the range open.
 template <class D = default_domain>
-NPUPROF_ALWAYS_INLINE range_id range_start(detail::message msg, stream_t stream = nullptr) noexcept {
+[[nodiscard]] NPUPROF_ALWAYS_INLINE range_id range_start(detail::message msg, stream_t stream = nullptr) noexcept {
   NPUPROF_DETAIL_CHECK_DOMAIN(D);
   if constexpr (compiled_in<D>) {
     return detail::start_range(detail::handle_of<D>, msg, stream);
@@ -116,7 +120,7 @@ NPUPROF_ALWAYS_INLINE range_id range_start(detail::message msg, stream_t stream 
   }
 }
 
-inline range_id range_start(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
+[[nodiscard]] inline range_id range_start(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
   if constexpr (compiled_in<runtime_domain>) {
     return detail::start_range(d.handle(), msg, stream);
   } else {
@@ -238,4 +242,5 @@ class unique_range {
 unique_range(runtime_domain, detail::message)->unique_range<runtime_domain>;
 unique_range(runtime_domain, detail::message, stream_t)->unique_range<runtime_domain>;
 
+NPUPROF_ABI_END
 }  // namespace npuprof

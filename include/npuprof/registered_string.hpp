@@ -2,6 +2,8 @@
 // ranges and marks on hot paths.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <cstdint>
 #include <string_view>
 
@@ -11,6 +13,7 @@
 #include "filter.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 /// A message registered once (a lock and an allocation, at construction) and
 /// then recorded without copying. Keep it alive as long as it is used; a
@@ -50,4 +53,5 @@ class registered_string {
   std::uint64_t id_;
 };
 
+NPUPROF_ABI_END
 }  // namespace npuprof

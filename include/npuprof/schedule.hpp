@@ -3,11 +3,14 @@
 // find the same numbers doing the same thing.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 /// What a step does under a schedule.
 enum class step_action {
@@ -68,4 +71,5 @@ struct schedule {
   }
 };
 
+NPUPROF_ABI_END
 }  // namespace npuprof

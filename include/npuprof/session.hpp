@@ -5,6 +5,8 @@
 // header includes too.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <pthread.h>
 #include <unistd.h>
 
@@ -55,6 +57,7 @@
 #include "trace_data.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 class session;
 namespace detail {
@@ -87,6 +90,11 @@ class session {
   explicit session(config cfg = config::from_env()) : cfg_(std::move(cfg)) {
     cfg_.validate();
     detail::install_control_table();
+    if (detail::control() == nullptr) {
+      char why[320];
+      detail::describe_abi_mismatch(why, sizeof why, unversioned::process_abi.load());
+      throw error(why);
+    }
     detail::pool();  // installs the chunk pool for recording threads
   }
 
@@ -907,4 +915,5 @@ inline void session::finish_data(trace_data& d, std::int64_t end_ns) {
   d.counts.short_ranges = detail::keep_long_ranges(d, static_cast<std::int64_t>(cfg_.min_duration_us) * 1000);
 }
 
+NPUPROF_ABI_END
 }  // namespace npuprof

@@ -1,6 +1,8 @@
 // A session's recorded events, decoded: what every exporter reads.
 #pragma once
 
+#include "detail/abi.hpp"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,6 +14,7 @@
 #include "clock.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 
 /// One decoded event. Times are steady_clock nanoseconds.
 struct trace_event {
@@ -102,4 +105,5 @@ struct trace_data {
   }
 };
 
+NPUPROF_ABI_END
 }  // namespace npuprof

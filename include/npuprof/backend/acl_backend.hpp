@@ -3,6 +3,8 @@
 // and maps them onto the host clock.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -25,7 +27,9 @@
 #include "acl_runtime.hpp"
 #include "event_pool.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 class acl_backend final : public device_recorder {
  public:
@@ -424,4 +428,6 @@ NPUPROF_PROCESS_WIDE inline acl_backend* acl_backend::open(const std::string& pa
   return (*loaded)[key] = b.release();
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -2,12 +2,16 @@
 // nothing Ascend is needed to build or to run without a device.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstdint>
 #include <string>
 
 #include "shared_library.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// The ACL functions npuprof calls, looked up in one loaded library.
 struct acl_runtime {
@@ -55,4 +59,6 @@ struct acl_runtime {
   static std::string default_path() { return toolkit_library_path("NPUPROF_ACL_LIBRARY", "libascendcl.so"); }
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -2,6 +2,8 @@
 // be loaded (or the config asks for it), else `host`.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -13,7 +15,9 @@
 #include "acl_runtime.hpp"
 #include "mstx_forward.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// The backend a session runs with: a device backend, or none (host only),
 /// and what the metadata says about the choice.
@@ -59,4 +63,6 @@ inline backend_choice choose_backend(const config& cfg) {
   return c;
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

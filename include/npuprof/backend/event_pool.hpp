@@ -25,6 +25,8 @@
 // from the event handles, which are only read once the pool exists.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -38,7 +40,9 @@
 #include "../detail/thread_buffer.hpp"
 #include "acl_runtime.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 class event_pool {
  public:
@@ -224,4 +228,6 @@ class event_pools {
   event_pool pools_[max_streams];
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -3,6 +3,8 @@
 // npuprof records.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -24,7 +26,9 @@
 #include "../detail/state.hpp"
 #include "shared_library.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// npuprof's own mstx tool id ("npuprof"): a library that reports it would
 /// send the markers back to npuprof.
@@ -262,4 +266,6 @@ NPUPROF_PROCESS_WIDE inline mstx_forwarder* mstx_forwarder::open(const std::stri
   return (*loaded)[key] = f.release();
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -2,13 +2,17 @@
 // nothing of it is needed to build.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <dlfcn.h>
 
 #include <cstdlib>
 #include <string>
 #include <type_traits>
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// A library loaded for the life of the process and the functions looked up
 /// in it. `what` names it in messages ("the Ascend runtime").
@@ -69,4 +73,6 @@ inline std::string toolkit_library_path(const char* env, const char* file) {
   return file;
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

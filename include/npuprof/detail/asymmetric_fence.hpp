@@ -11,6 +11,8 @@
 // never takes the light path.
 #pragma once
 
+#include "abi.hpp"
+
 #include <atomic>
 
 #if defined(__linux__)
@@ -19,7 +21,9 @@
 #include <unistd.h>
 #endif
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// Registers the process for the heavy side, once; false when the kernel
 /// does not offer it, and then heavy_fence() must not be relied on.
@@ -48,4 +52,6 @@ inline void heavy_fence() noexcept {
 #endif
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -4,12 +4,16 @@
 // lock-free queue and come back through a lock-free free list.
 #pragma once
 
+#include "abi.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 struct alignas(64) chunk {
   /// End of the records the owner has published (release store by the owner).
@@ -50,4 +54,6 @@ struct alignas(64) chunk {
 
 static_assert(sizeof(chunk) == 64, "chunk header is one cache line");
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -4,6 +4,8 @@
 // allocates, recycles and enforces the memory cap.
 #pragma once
 
+#include "abi.hpp"
+
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
@@ -20,7 +22,9 @@
 #include "marker_state.hpp"
 #include "platform.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 class chunk_pool final : public chunk_source {
  public:
@@ -218,4 +222,6 @@ NPUPROF_PROCESS_WIDE inline chunk_pool& pool() {
   return *p;
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

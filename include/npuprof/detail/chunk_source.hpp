@@ -4,9 +4,13 @@
 // state when the first session is made.
 #pragma once
 
+#include "abi.hpp"
+
 #include "chunk.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// The pool, as recording threads use it. The implementation lives for the
 /// whole process, so a thread that read the pointer may always call it.
@@ -25,4 +29,6 @@ class chunk_source {
   ~chunk_source() = default;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

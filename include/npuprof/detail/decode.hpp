@@ -2,6 +2,8 @@
 // record, resolves strings, and pairs range begins with their ends by id.
 #pragma once
 
+#include "abi.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -17,7 +19,9 @@
 #include "record.hpp"
 #include "state.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// A run of published records in one chunk.
 struct segment {
@@ -277,4 +281,6 @@ class decoder {
   bool begins_may_be_gone_ = false;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -2,9 +2,13 @@
 // device event on a stream and names it by a sequence number.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstdint>
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// The sequence number of a device event that could not be recorded (its
 /// stream's pool ran dry, or the runtime refused); the host event stands.
@@ -22,4 +26,6 @@ class device_recorder {
   ~device_recorder() = default;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -2,13 +2,17 @@
 // mapping of the device clock onto the host's steady clock.
 #pragma once
 
+#include "abi.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <unordered_map>
 #include <vector>
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// Pairs of (host steady ns, device ns) taken at the same instant; maps any
 /// device time onto the host clock by linear interpolation between the
@@ -111,4 +115,6 @@ struct device_times {
   }
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -2,10 +2,14 @@
 // control side's domain table.
 #pragma once
 
+#include "abi.hpp"
+
 #include <atomic>
 #include <cstdint>
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// What a marker reads to know whether to record: 0 when off, the domain
 /// index + 1 when on, `unregistered` before the first use in this module.
@@ -18,4 +22,6 @@ struct domain_handle {
   constexpr explicit domain_handle(const char* n) noexcept : name(n) {}
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

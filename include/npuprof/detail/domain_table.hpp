@@ -3,6 +3,8 @@
 // of its own domain_handle, which this table keeps up to date.
 #pragma once
 
+#include "abi.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
@@ -17,7 +19,9 @@
 #include "record.hpp"
 #include "string_index.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// The run-time filter: the `mstx` switch plus domain include/exclude lists.
 /// When both lists are given, only the include list takes effect.
@@ -168,4 +172,6 @@ class domain_table {
   std::uint64_t over_limit_names_ = 0;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

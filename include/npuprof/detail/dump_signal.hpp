@@ -3,13 +3,17 @@
 // and dumps from an ordinary thread.
 #pragma once
 
+#include "abi.hpp"
+
 #include <signal.h>
 
 #include <atomic>
 
 #include "platform.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 NPUPROF_PROCESS_WIDE inline std::atomic<bool> dump_signal_raised{false};
 
@@ -44,4 +48,6 @@ class dump_signal {
   struct sigaction previous_ {};
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

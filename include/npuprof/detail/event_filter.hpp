@@ -2,12 +2,16 @@
 // window and the min_duration_us threshold.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstdint>
 #include <vector>
 
 #include "../trace_data.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// Keeps the events for which keep(event) is true, in order, and the device
 /// events of the host events kept. Returns how many events were left out.
@@ -48,4 +52,6 @@ inline std::size_t keep_long_ranges(trace_data& d, std::int64_t min_ns) {
   });
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

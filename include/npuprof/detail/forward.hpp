@@ -2,6 +2,8 @@
 // domain's state carries forward_bit.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstdint>
 
 #include "../stream.hpp"
@@ -10,7 +12,9 @@
 #include "marker_state.hpp"
 #include "platform.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 constexpr std::uint32_t forwarded_domain(std::uint16_t state) noexcept {
   return static_cast<std::uint32_t>(state & ~forward_bit) - 1u;
@@ -47,4 +51,6 @@ NPUPROF_COLD inline void forward_id_range_end(std::uint64_t id) noexcept {
   if (marker_forwarder* f = markers().forwarder.load(std::memory_order_acquire)) f->end_remembered(id);
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -3,11 +3,15 @@
 // forward_bit, and markers also call the forwarder.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstdint>
 
 #include "../stream.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 class message;
 
@@ -32,4 +36,6 @@ class marker_forwarder {
   ~marker_forwarder() = default;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -4,6 +4,8 @@
 // and filtered like every other event).
 #pragma once
 
+#include "abi.hpp"
+
 #include <time.h>
 #include <unistd.h>
 
@@ -17,7 +19,9 @@
 #include "../clock.hpp"
 #include "../counter.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 struct host_sys_domain {
   static constexpr const char* name = "host_sys";
@@ -177,4 +181,6 @@ class host_sys_sampler {
   std::vector<std::string> unavailable_;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -1,6 +1,8 @@
 // Large temporary arrays of an export backed by transparent huge pages.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -9,7 +11,9 @@
 #include <sys/mman.h>
 #endif
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// Asks the kernel to back [p, p + bytes) with huge pages where it can. An
 /// export fills arrays of hundreds of megabytes exactly once; with 4 KiB
@@ -36,4 +40,6 @@ void reserve_huge(std::vector<T, A>& v, std::size_t n) {
   advise_huge_pages(v.data(), v.capacity() * sizeof(T));
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -3,10 +3,14 @@
 // and hand out views of what they hold.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstddef>
 #include <string_view>
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 inline std::string_view keep_copy(std::string_view s) {
   char* p = new char[s.size() + 1];
@@ -15,4 +19,6 @@ inline std::string_view keep_copy(std::string_view s) {
   return {p, s.size()};
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -6,6 +6,8 @@
 // (see pending.hpp) and records nothing: no session can run without it.
 #pragma once
 
+#include "abi.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <string_view>
@@ -16,7 +18,9 @@
 #include "forward_hook.hpp"
 #include "platform.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 struct thread_buffer;
 struct domain_handle;
@@ -78,4 +82,6 @@ inline marker_state& markers() noexcept { return g_markers; }
 /// The installed control table, or null.
 inline const control_table* control() noexcept { return g_markers.control.load(std::memory_order_acquire); }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

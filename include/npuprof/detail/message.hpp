@@ -2,6 +2,8 @@
 // any text (copied into the buffer, bounded, when recorded).
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -11,7 +13,9 @@
 #include "marker_state.hpp"
 #include "record.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 class message {
  public:
@@ -49,4 +53,6 @@ class message {
   std::uint64_t id_ = 0;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

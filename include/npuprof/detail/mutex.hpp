@@ -4,9 +4,13 @@
 // control side can still use std::lock_guard and std::unique_lock on them.
 #pragma once
 
+#include "abi.hpp"
+
 #include <pthread.h>
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 class mutex {
  public:
@@ -57,4 +61,6 @@ class lock_guard {
   M& m_;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -5,6 +5,8 @@
 // installs the table.
 #pragma once
 
+#include "abi.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <string_view>
@@ -14,7 +16,9 @@
 #include "marker_state.hpp"
 #include "platform.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// Marks the id of a string registered before the table was installed: the
 /// control side maps it to the string's real id (see string_table::adopt).
@@ -72,4 +76,6 @@ inline std::string_view pending_text(std::uint64_t id) noexcept {
   return {};
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -7,13 +7,17 @@
 // recording path, where the next locked instruction would wait for it.
 #pragma once
 
+#include "abi.hpp"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
 
 #include "platform.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// Whether this processor has a prefetch that asks for a line in order to
 /// write it (x86: PREFETCHW, which older processors may not decode; aarch64:
@@ -42,4 +46,6 @@ NPUPROF_ALWAYS_INLINE void prefetch_for_write(const void* p) noexcept {
 #endif
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -16,10 +16,14 @@
 // happens.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 enum class kind : std::uint8_t {
   complete = 1,      // ts(begin), tag(string id), ts(end)
@@ -102,4 +106,6 @@ constexpr std::size_t words_for_bytes(std::size_t n) noexcept { return (n + 7) /
 /// message.
 inline constexpr std::size_t max_record_words = 4 + 3 + words_for_bytes(max_message);
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

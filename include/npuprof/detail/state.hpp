@@ -3,6 +3,8 @@
 // layer reaches them (see marker_state.hpp).
 #pragma once
 
+#include "abi.hpp"
+
 #include <pthread.h>
 
 #include <atomic>
@@ -14,6 +16,7 @@
 
 #include "../buffer.hpp"
 #include "../clock.hpp"
+#include "abi_check.hpp"
 #include "domain_table.hpp"
 #include "marker_state.hpp"
 #include "mutex.hpp"
@@ -25,10 +28,14 @@
 #include "thread_registry.hpp"
 
 namespace npuprof {
+NPUPROF_ABI_BEGIN
 class session;
-}
+NPUPROF_ABI_END
+}  // namespace npuprof
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 void on_thread_exit(void* buffer) noexcept;
 
@@ -166,9 +173,10 @@ inline constexpr control_table control_entries{
 /// the process installs the table; later ones (other shared objects
 /// included) find it there.
 inline void install_control_table() {
-  state();
   marker_state& m = markers();
   if (m.control.load(std::memory_order_acquire) != nullptr) return;
+  if (!claim_process_abi()) return;  // said on stderr; a session here refuses to start
+  state();
   m.can_prefetch.store(can_prefetch_for_write(), std::memory_order_relaxed);
   const control_table* expected = nullptr;
   if (m.control.compare_exchange_strong(expected, &control_entries, std::memory_order_acq_rel)) adopt_pending();
@@ -178,4 +186,6 @@ inline void install_control_table() {
 /// program starts (or its shared object loads), before markers need it.
 inline const bool control_table_installed = (install_control_table(), true);
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -5,12 +5,16 @@
 // never move.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 class string_index {
  public:
@@ -67,4 +71,6 @@ class string_index {
   std::size_t used_ = 0;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

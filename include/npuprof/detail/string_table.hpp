@@ -3,6 +3,8 @@
 // them with a small id instead of copying them.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -12,7 +14,9 @@
 #include "pending.hpp"
 #include "string_index.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 class string_table {
  public:
@@ -65,4 +69,6 @@ class string_table {
   std::vector<std::uint64_t> pending_ids_;  // interned id of each pending id
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -2,6 +2,8 @@
 // thread_buffer, reached through a plain thread-local pointer.
 #pragma once
 
+#include "abi.hpp"
+
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,7 +14,9 @@
 #include "chunk.hpp"
 #include "platform.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 struct thread_buffer {
   // Written and read by the owning thread only.
@@ -41,4 +45,6 @@ inline std::uint32_t os_thread_id() noexcept {
   return static_cast<std::uint32_t>(::syscall(SYS_gettid));
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

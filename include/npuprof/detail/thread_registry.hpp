@@ -2,6 +2,8 @@
 // of exited threads are reused by new threads.
 #pragma once
 
+#include "abi.hpp"
+
 #include <pthread.h>
 
 #include <atomic>
@@ -14,7 +16,9 @@
 #include "mutex.hpp"
 #include "thread_buffer.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// Events dropped, by thread id.
 using drop_list = std::vector<std::pair<std::uint32_t, std::uint64_t>>;
@@ -148,4 +152,6 @@ class thread_registry {
   std::vector<std::pair<std::uint32_t, std::string>> names_;
 };
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -6,6 +6,8 @@
 // device event on the stream and stores its sequence number.
 #pragma once
 
+#include "abi.hpp"
+
 #include <cstdint>
 #include <cstring>
 
@@ -18,7 +20,9 @@
 #include "marker_state.hpp"
 #include "record.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// Device events of one record: none (no device backend), or one per
 /// device word of its kind.
@@ -189,4 +193,6 @@ inline bool write_counter(std::uint32_t index, const message& name, std::uint64_
   return write_general(head, 4, nullptr, none, name.text(), len);
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

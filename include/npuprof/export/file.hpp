@@ -7,6 +7,8 @@
 // explicitly: 0750 for directories, 0640 for files, whatever the umask.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -23,7 +25,9 @@
 
 #include "../error.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 inline constexpr ::mode_t output_dir_mode = 0750;
 inline constexpr ::mode_t output_file_mode = 0640;
@@ -242,4 +246,6 @@ inline void write_file(output_directory& dir, const std::string& name, std::stri
   f.close();
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -3,12 +3,16 @@
 // replaced by U+FFFD.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <cstddef>
 #include <string_view>
 
 #include <fmt/format.h>
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// Length of the valid UTF-8 sequence starting at s[i] (which is >= 0x80),
 /// or 0 when it is not valid.
@@ -78,4 +82,6 @@ inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
   out.push_back('"');
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

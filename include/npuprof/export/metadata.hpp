@@ -2,6 +2,8 @@
 // configuration, clock calibration, and every count of lost or odd events.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -10,7 +12,9 @@
 #include "../trace_data.hpp"
 #include "../version.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 inline nlohmann::json render_metadata(const trace_data& d, const std::string& trace_id,
                                       const nlohmann::json& user = nlohmann::json::object()) {
@@ -62,4 +66,6 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
   };
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

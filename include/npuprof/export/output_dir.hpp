@@ -5,6 +5,8 @@
 // {...}_{YYYYmmddHHMMSSmmm}_1_npuprof, _2_npuprof, ...
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -24,7 +26,9 @@
 #include "../error.hpp"
 #include "file.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 inline std::string host_name() {
   char buf[256] = {};
@@ -122,4 +126,6 @@ inline output_directory make_output_dir(const std::string& parent, const std::st
   return dir;
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

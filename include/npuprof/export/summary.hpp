@@ -2,6 +2,8 @@
 // the host and (for stream-tied ranges) on the device; sorted by total time.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -14,7 +16,9 @@
 
 #include "../trace_data.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// A CSV cell: quoted, quotes doubled, and text that a spreadsheet would run
 /// as a formula (starting with =, +, -, @, tab or carriage return) prefixed
@@ -97,4 +101,6 @@ inline std::string render_summary(const trace_data& d) {
   return out;
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

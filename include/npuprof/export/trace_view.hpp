@@ -7,6 +7,8 @@
 // "cross-thread ranges" track of its own instead.
 #pragma once
 
+#include "../detail/abi.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -27,7 +29,9 @@
 #include "file.hpp"
 #include "json_escape.hpp"
 
-namespace npuprof::detail {
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
 
 /// First tid of the synthetic tracks that hold cross-thread ranges; above any
 /// Linux thread id.
@@ -613,4 +617,6 @@ inline void write_trace_view(const trace_data& data, const std::string& path) {
   file.close();
 }
 
-}  // namespace npuprof::detail
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

@@ -9,8 +9,8 @@
 
 #include "detail/abi_check.hpp"
 #include "detail/domain_handle.hpp"
-#include "detail/kept_string.hpp"
 #include "detail/marker_state.hpp"
+#include "detail/pending.hpp"
 #include "detail/platform.hpp"
 
 namespace npuprof {
@@ -66,18 +66,22 @@ class runtime_domain {
 /// that name. "default" is the default domain.
 inline runtime_domain domain_by_name(std::string_view name) {
   if (const detail::control_table* c = detail::control()) return runtime_domain(c->domain_by_name(name));
-  // Before the control side is loaded: a handle of its own, which the domain
-  // table takes in at its first marker.
-  return runtime_domain(*new detail::domain_handle(detail::keep_copy(name).data()));
+  // Before the control side is loaded: a handle kept until then.
+  return runtime_domain(detail::pending_domain_by_name(name));
 }
 
 namespace detail {
 
-/// Until the control side is loaded, a handle stays unregistered (and its
-/// markers record nothing: no session can run).
+/// Until the control side is loaded, a handle is off (no session can run)
+/// and kept, to be registered when the control side installs its table.
 NPUPROF_COLD inline std::uint16_t register_handle(domain_handle& h) noexcept {
   if (const control_table* c = control()) return c->register_domain(h);
   check_process_abi();
+  try {
+    defer_domain(h);
+  } catch (...) {
+    // Out of memory: the handle stays unregistered and is tried again.
+  }
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "detail/kept_string.hpp"
 #include "detail/marker_state.hpp"
@@ -20,7 +21,8 @@ inline void name_thread(std::string_view name) {
   if (const detail::control_table* c = detail::control()) {
     c->name_thread(name);
   } else {
-    detail::t_pending_thread_name = detail::keep_copy(name).data();  // taken when the thread registers
+    // Taken (and freed) when the thread registers.
+    delete[] std::exchange(detail::t_pending_thread_name, detail::keep_copy(name).data());
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include "abi.hpp"
 
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <atomic>
@@ -76,6 +77,9 @@ struct process_state {
   recursive_mutex control;
   std::atomic<session*> active{nullptr};
   bool exit_hook_installed = false;
+  /// What the marker layer kept before the control table was installed.
+  std::vector<pending_entry*> adopted;
+  mutex adopt_mutex;
 };
 
 /// The process-wide state. It is never destroyed, so that threads still
@@ -97,6 +101,7 @@ inline thread_buffer* register_thread() noexcept {
     if (const char* given = t_pending_thread_name) {
       s.threads.set_name(tid, given);
       t_pending_thread_name = nullptr;
+      delete[] given;
     } else if (::pthread_getname_np(::pthread_self(), name, sizeof name) == 0 && name[0] != '\0') {
       s.threads.set_name(tid, name);
     }
@@ -149,19 +154,34 @@ inline void set_stream_name(stream_t stream, std::string_view name) {
 
 /// Takes over the strings and stream names given before the table was
 /// installed, oldest first.
+/// Under a lock even when there is nothing to take: a thread that pushed an
+/// entry the installer took must wait until it is taken over.
 inline void adopt_pending() {
+  process_state& s = state();
+  lock_guard<mutex> lock(s.adopt_mutex);
   std::vector<pending_entry*> taken;
-  for (pending_entry* e = g_pending.head.exchange(nullptr, std::memory_order_acquire); e != nullptr; e = e->next) {
+  for (pending_entry* e = g_pending.head.exchange(nullptr, std::memory_order_seq_cst); e != nullptr; e = e->next) {
     taken.push_back(e);
   }
-  process_state& s = state();
   for (auto it = taken.rbegin(); it != taken.rend(); ++it) {
-    if ((*it)->id != 0) {
-      s.strings.adopt((*it)->id, (*it)->text);
-    } else {
-      s.streams.set((*it)->stream, std::string((*it)->text));
+    const pending_entry& e = **it;
+    switch (e.what) {
+      case pending_entry::kind::string:
+        s.strings.adopt(e.id, e.text);
+        break;
+      case pending_entry::kind::stream_name:
+        s.streams.set(e.stream, std::string(e.text));
+        break;
+      case pending_entry::kind::domain:
+        // Off since it was deferred: registered now like a new handle.
+        e.handle->state.store(domain_handle::unregistered, std::memory_order_relaxed);
+        s.domains.register_handle(*e.handle);
+        break;
     }
   }
+  // Kept, not freed: a thread may still be reading the list it found
+  // before the table was installed.
+  s.adopted.insert(s.adopted.end(), taken.begin(), taken.end());
 }
 
 inline constexpr control_table control_entries{
@@ -176,10 +196,16 @@ inline void install_control_table() {
   marker_state& m = markers();
   if (m.control.load(std::memory_order_acquire) != nullptr) return;
   if (!claim_process_abi()) return;  // said on stderr; a session here refuses to start
-  state();
   m.can_prefetch.store(can_prefetch_for_write(), std::memory_order_relaxed);
   const control_table* expected = nullptr;
-  if (m.control.compare_exchange_strong(expected, &control_entries, std::memory_order_acq_rel)) adopt_pending();
+  if (!m.control.compare_exchange_strong(expected, &control_entries, std::memory_order_seq_cst)) return;
+  // The table (and later the chunk pool) is code of this module: a module
+  // loaded with dlopen that installed it must never be unloaded.
+  Dl_info self{};
+  if (::dladdr(reinterpret_cast<const void*>(&control_entries), &self) != 0 && self.dli_fname != nullptr) {
+    ::dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
+  adopt_pending();
 }
 
 /// Every file that includes the control side installs the table while the

@@ -7,6 +7,7 @@
 #include <npuprof/session.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +33,14 @@ extern bool test_in_forked_child;  // tests/main.cpp
 #endif
 #endif
 
+#if defined(__SANITIZE_ADDRESS__) || defined(NPUPROF_TEST_TSAN)
+#define NPUPROF_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NPUPROF_TEST_SANITIZED 1
+#endif
+#endif
+
 namespace test {
 
 namespace fs = std::filesystem;
@@ -43,6 +53,22 @@ inline constexpr bool thread_sanitizer = true;
 #else
 inline constexpr bool thread_sanitizer = false;
 #endif
+
+/// Whether a sanitizer runs: its own bookkeeping grows with every access,
+/// so resident memory says nothing about npuprof's.
+#ifdef NPUPROF_TEST_SANITIZED
+inline constexpr bool sanitized = true;
+#else
+inline constexpr bool sanitized = false;
+#endif
+
+/// The process's resident memory, in bytes.
+inline std::size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
 
 /// A fresh directory, removed with its contents at the end of the test.
 struct temp_dir {
@@ -172,6 +198,20 @@ inline std::size_t float64_nesting_violations(const trace& t) {
 /// Runs `body` in a forked child, which then calls exit(0) (so a session it
 /// left running is written by the exit handler). Returns the one trace the
 /// child wrote under `dir`.
+/// Waits for a child for up to `seconds`; a child still running then hung,
+/// and is killed. Returns its wait status, or -1.
+inline int child_status(pid_t pid, int seconds) {
+  for (int i = 0; i < seconds * 100; ++i) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  MESSAGE("the child did not end within " << seconds << " s: killed");
+  return -1;
+}
+
 inline trace trace_of_child(const temp_dir& dir, const std::function<void()>& body) {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
@@ -180,8 +220,8 @@ inline trace trace_of_child(const temp_dir& dir, const std::function<void()>& bo
     body();
     std::exit(0);
   }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  const int status = child_status(pid, 120);
+  REQUIRE(status != -1);
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   std::vector<fs::path> outputs;

@@ -48,17 +48,8 @@ test::trace run_child_within(const test::temp_dir& dir, const test::fs::path& er
     body();
     std::exit(0);
   }
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  pid_t done = 0;
-  while ((done = ::waitpid(pid, &status, WNOHANG)) == 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  if (done == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
-    FAIL("the child process hung");
-  }
+  const int status = test::child_status(pid, static_cast<int>(limit.count()));
+  if (status == -1) FAIL("the child process hung");
   REQUIRE(WIFEXITED(status));
   REQUIRE(WEXITSTATUS(status) == 0);
   std::vector<test::fs::path> outputs;
@@ -262,8 +253,10 @@ TEST_CASE("exit() from another thread while ranges are open writes a complete tr
   auto t = run_child(dir, {}, [](mstx_loader& mstx) {
     std::atomic<bool> stop{false};
     std::thread busy([&] {
+      // Busy, within bounds: on a loaded machine the sleep below may last
+      // seconds, and an unbounded loop would fill the whole cap meanwhile.
       for (long i = 0; !stop.load(); ++i) {
-        if (i % 256 == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        if (i % 256 == 0) std::this_thread::sleep_for(std::chrono::microseconds(i < 100'000 ? 50 : 1000));
         const mstxRangeId r = mstx.range_start("busy");
         mstx.range_end(r);
       }

@@ -36,29 +36,15 @@ std::string error_of(const std::function<void()>& f) {
   return "(no error)";
 }
 
-// Waits for a child for up to `seconds`; a child still running then hung,
-// and is killed. Returns its wait status, or -1.
-int child_status(pid_t pid, int seconds) {
-  for (int i = 0; i < seconds * 100; ++i) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) return status;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  ::kill(pid, SIGKILL);
-  ::waitpid(pid, nullptr, 0);
-  MESSAGE("the child did not end within " << seconds << " s: killed");
-  return -1;
-}
-
 // The child's exit code, or -1 (killed by a signal, or hung).
 int wait_for_child(pid_t pid, int seconds) {
-  const int status = child_status(pid, seconds);
+  const int status = test::child_status(pid, seconds);
   return status != -1 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 // The signal that ended the child, 0 for a normal exit, -1 for a hang.
 int signal_of_child(pid_t pid, int seconds) {
-  const int status = child_status(pid, seconds);
+  const int status = test::child_status(pid, seconds);
   if (status == -1) return -1;
   return WIFSIGNALED(status) ? WTERMSIG(status) : 0;
 }
@@ -796,6 +782,51 @@ TEST_CASE("bursts far below the memory cap drop nothing") {
     CHECK(t.count_of("dropped_events") == 0);
     CHECK(t.phase("X").size() == static_cast<std::size_t>(threads) * each);
   }
+  SUBCASE("one thread, 100,000 ranges with 255-byte copied messages") {
+    constexpr int n = 100'000;
+    auto t = test::record(test::config_in(dir), [&] {
+      std::string message(255, 'm');
+      for (int i = 0; i < n; ++i) {
+        char digits[17];
+        std::snprintf(digits, sizeof digits, "%016d", i);  // distinct messages, no NUL inside
+        std::memcpy(message.data(), digits, 16);
+        npuprof::scoped_range<kernels> r{message};
+      }
+    });
+    CHECK(t.count_of("dropped_events") == 0);
+    CHECK(t.phase("X").size() == static_cast<std::size_t>(n));
+  }
+  SUBCASE("one thread, a range, a counter and a mark per step, 50,000 steps") {
+    constexpr int n = 50'000;
+    auto t = test::record(test::config_in(dir), [&] {
+      for (int i = 0; i < n; ++i) {
+        npuprof::scoped_range<kernels> r{"step " + std::to_string(i)};
+        npuprof::counter<kernels>("queue_depth", i);
+        npuprof::mark<kernels>("dispatched " + std::to_string(i));
+      }
+    });
+    CHECK(t.count_of("dropped_events") == 0);
+    CHECK(t.phase("X").size() == static_cast<std::size_t>(n));
+    CHECK(t.phase("i").size() == static_cast<std::size_t>(n));
+    CHECK(t.phase("C").size() == static_cast<std::size_t>(n));
+  }
+  SUBCASE("64 threads, 3000 ranges each, all at once") {
+    constexpr int threads = 64, each = 3000;
+    auto t = test::record(test::config_in(dir), [&] {
+      std::atomic<bool> go{false};
+      std::vector<std::thread> pool;
+      for (int k = 0; k < threads; ++k) {
+        pool.emplace_back([&] {
+          while (!go.load()) std::this_thread::yield();
+          for (int i = 0; i < each; ++i) npuprof::scoped_range<kernels> r{"r " + std::to_string(i)};
+        });
+      }
+      go = true;
+      for (auto& th : pool) th.join();
+    });
+    CHECK(t.count_of("dropped_events") == 0);
+    CHECK(t.phase("X").size() == static_cast<std::size_t>(threads) * each);
+  }
   SUBCASE("a 4 MiB cap still drops, and counts every event it dropped") {
     constexpr int n = 100'000;
     auto cfg = test::config_in(dir);
@@ -811,6 +842,24 @@ TEST_CASE("bursts far below the memory cap drop nothing") {
     CHECK(t.count_of("dropped_range_ends") == 0);
     CHECK(t.count_of("open_ranges") == 0);
   }
+}
+
+TEST_CASE("the memory cap is address space until written: a 1 GiB cap costs the ready reserve, and a burst takes it") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.buffer_size_kb = 1u << 20;
+  const std::size_t before = test::resident_bytes();
+  npuprof::session s{cfg};
+  s.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const std::size_t started = test::resident_bytes();
+  MESSAGE("resident memory at start: +" << (static_cast<double>(started) - static_cast<double>(before)) / (1 << 20) << " MiB");
+  if (!test::sanitized) CHECK(started < before + (32u << 20));  // the 4 MiB reserve and the containers' nodes
+  constexpr int n = 100'000;
+  for (int i = 0; i < n; ++i) npuprof::scoped_range<kernels> r{"request " + std::to_string(i)};
+  const test::trace t = test::load(s.stop());
+  CHECK(t.count_of("dropped_events") == 0);
+  CHECK(t.phase("X").size() == static_cast<std::size_t>(n));
 }
 
 TEST_CASE("a range whose begin was recorded keeps its end when the buffer is full") {

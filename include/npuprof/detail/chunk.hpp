@@ -8,7 +8,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <new>
 
 namespace npuprof {
@@ -36,19 +35,13 @@ struct alignas(64) chunk {
     published.store(data(), std::memory_order_release);
   }
 
-  static chunk* create(std::size_t total_bytes) {
-    void* mem = std::aligned_alloc(alignof(chunk), total_bytes);
-    if (mem == nullptr) return nullptr;
+  /// Makes a chunk in `mem`, `total_bytes` bytes long, header included.
+  static chunk* create_in(void* mem, std::size_t total_bytes) noexcept {
     auto* c = new (mem) chunk();
     c->bytes = static_cast<std::uint32_t>(total_bytes);
     c->limit = c->data() + (total_bytes - sizeof(chunk)) / sizeof(std::uint64_t);
     c->reset(0);
     return c;
-  }
-
-  static void destroy(chunk* c) noexcept {
-    c->~chunk();
-    std::free(c);
   }
 };
 

@@ -1,7 +1,14 @@
 // Where chunks come from and go back to. Recording threads only pop free
 // chunks and push full ones (both lock-free, never allocating), except for a
 // thread's first chunk, made when none is free; the session's drainer
-// allocates, recycles and enforces the memory cap.
+// prepares chunks, recycles them and enforces the memory cap.
+//
+// Two kinds of free chunk: written ones (the ready reserve, its pages
+// already touched, what threads take first) and unwritten ones (address
+// space for the rest of the cap, which costs no memory until a thread
+// writes it). A burst that empties the reserve between two checks of the
+// drainer goes on into unwritten chunks, paying their page faults instead of
+// dropping events; only the cap drops.
 #pragma once
 
 #include "abi.hpp"
@@ -18,6 +25,7 @@
 #include <boost/lockfree/stack.hpp>
 
 #include "chunk.hpp"
+#include "chunk_arena.hpp"
 #include "chunk_source.hpp"
 #include "marker_state.hpp"
 #include "platform.hpp"
@@ -28,18 +36,21 @@ namespace detail {
 
 class chunk_pool final : public chunk_source {
  public:
-  chunk_pool() : free_(64), full_(64), nodes_(64) {}
+  chunk_pool() : free_(64), unwritten_(64), full_(64), nodes_(64) {}
 
   // --- recording threads ---------------------------------------------------
 
   chunk* take_free() noexcept override {
     chunk* c = nullptr;
-    if (!free_.pop(c)) {
-      ran_dry_.store(true, std::memory_order_relaxed);
-      return nullptr;
+    if (free_.pop(c)) {
+      free_count_.fetch_sub(1, std::memory_order_relaxed);
+      return c;
     }
-    free_count_.fetch_sub(1, std::memory_order_relaxed);
-    return c;
+    ran_dry_.store(true, std::memory_order_relaxed);
+    slot s;
+    if (!unwritten_.pop(s)) return nullptr;
+    unwritten_count_.fetch_sub(1, std::memory_order_relaxed);
+    return chunk::create_in(s.mem, s.bytes);
   }
 
   /// Hands a chunk over to the drainer. Cannot fail for want of space: the
@@ -71,12 +82,17 @@ class chunk_pool final : public chunk_source {
     // is for the chunks threads write and the session holds.
     max_reserve_ = std::max<std::size_t>(reserve_, cap_chunks / 4);
     // Free chunks of another size or above the new cap go now; chunks in use
-    // go when they come back.
-    const std::size_t n = free_count_.load(std::memory_order_relaxed);
-    for (std::size_t i = 0; i < n; ++i) {
-      chunk* c = take_free();
-      if (c == nullptr) break;
+    // go when they come back. Unwritten ones all go back to the arena:
+    // top_up() takes what the new cap allows.
+    const std::size_t n = free_count_.load(std::memory_order_relaxed);  // recycling may push some back
+    chunk* c = nullptr;
+    for (std::size_t i = 0; i < n && free_.pop(c); ++i) {
+      free_count_.fetch_sub(1, std::memory_order_relaxed);
       recycle_locked(c);
+    }
+    for (slot s; unwritten_.pop(s);) {
+      unwritten_count_.fetch_sub(1, std::memory_order_relaxed);
+      release_locked(s.mem, s.bytes, false);
     }
     ran_dry_.store(false, std::memory_order_relaxed);
   }
@@ -88,10 +104,10 @@ class chunk_pool final : public chunk_source {
            free_count_.load(std::memory_order_relaxed) < reserve_target_.load(std::memory_order_relaxed) / 2;
   }
 
-  /// Allocates free chunks until the reserve is full or the cap is reached.
-  /// A reserve that ran dry, or that threads took more than half of, since
-  /// the last call is doubled: threads that record fast get more room between
-  /// two checks.
+  /// Writes free chunks until the reserve is full, then maps unwritten ones
+  /// up to the cap. A reserve that ran dry, or that threads took more than
+  /// half of, since the last call is doubled: threads that record fast get
+  /// more written room between two checks.
   void top_up() {
     std::size_t reserve = 0;
     {
@@ -104,9 +120,15 @@ class chunk_pool final : public chunk_source {
       reserve = reserve_;
     }
     while (free_count_.load(std::memory_order_relaxed) < reserve) {
-      chunk* c = make();
-      if (c == nullptr) return;
+      chunk* c = make_written();
+      if (c == nullptr) break;
       give_free(c);
+    }
+    while (unwritten_count_.load(std::memory_order_relaxed) < max_unwritten) {
+      const slot s = new_slot();
+      if (s.mem == nullptr) break;
+      unwritten_.bounded_push(s);
+      unwritten_count_.fetch_add(1, std::memory_order_relaxed);
     }
   }
 
@@ -116,7 +138,8 @@ class chunk_pool final : public chunk_source {
   chunk* take_for_new_thread() noexcept override {
     if (chunk* c = take_free()) return c;
     try {
-      return make();
+      const slot s = new_slot();
+      return s.mem == nullptr ? nullptr : chunk::create_in(s.mem, s.bytes);
     } catch (...) {
       return nullptr;  // out of memory: the event is dropped and counted
     }
@@ -136,27 +159,37 @@ class chunk_pool final : public chunk_source {
   }
 
  private:
-  // A new chunk of the configured size, its pages touched, so that
-  // recording threads never take the page faults of fresh memory; null at
-  // the cap. Counted under the lock, allocated and touched outside it, so
-  // that threads taking their first chunk do not wait behind a top-up.
-  chunk* make() {
+  // A slot of address space for one chunk of the configured size; none at
+  // the cap.
+  struct slot {
+    void* mem = nullptr;
     std::size_t bytes = 0;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (current_bytes_locked() + chunk_bytes_ > cap_bytes_) return nullptr;
-      bytes = chunk_bytes_;
-      ++allocated_;
-      ++count_by_size_[bytes];
-      reserve_nodes_locked();
+  };
+
+  slot new_slot() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (current_bytes_locked() + chunk_bytes_ > cap_bytes_) return {};
+    reserve_nodes_locked(allocated_ + 1);
+    void* mem = arena_.take(chunk_bytes_);
+    if (mem == nullptr) return {};
+    ++allocated_;
+    ++count_by_size_[chunk_bytes_];
+    return {mem, chunk_bytes_};
+  }
+
+  // A free chunk with its pages touched, so that recording threads never
+  // take the page faults of fresh memory: an unwritten one, or a new one
+  // while the cap allows. Written outside the lock, so that threads taking
+  // their first chunk do not wait behind a top-up.
+  chunk* make_written() {
+    slot s;
+    if (unwritten_.pop(s)) {
+      unwritten_count_.fetch_sub(1, std::memory_order_relaxed);
+    } else {
+      s = new_slot();
+      if (s.mem == nullptr) return nullptr;
     }
-    chunk* c = chunk::create(bytes);
-    if (c == nullptr) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      --allocated_;
-      --count_by_size_[bytes];
-      return nullptr;
-    }
+    chunk* c = chunk::create_in(s.mem, s.bytes);
     std::memset(c->data(), 0, static_cast<std::size_t>(c->limit - c->data()) * sizeof(std::uint64_t));
     return c;
   }
@@ -169,12 +202,19 @@ class chunk_pool final : public chunk_source {
 
   void recycle_locked(chunk* c) {
     if (c->bytes != chunk_bytes_ || current_bytes_locked() > cap_bytes_) {
-      --count_by_size_[c->bytes];
-      --allocated_;
-      chunk::destroy(c);
+      c->~chunk();
+      release_locked(c, c->bytes, true);
       return;
     }
     give_free(c);
+  }
+
+  // Gives a slot's pages back to the system (if it was written) and its
+  // address to the arena; it no longer counts.
+  void release_locked(void* mem, std::size_t bytes, bool written) {
+    arena_.give_back(mem, bytes, written);
+    --count_by_size_[bytes];
+    --allocated_;
   }
 
   // The cap applies to chunks of the configured size; chunks of an earlier
@@ -184,19 +224,26 @@ class chunk_pool final : public chunk_source {
     return it == count_by_size_.end() ? 0 : it->second * chunk_bytes_;
   }
 
-  // Both lock-free containers may hold every chunk at once: give them a
+  // Every lock-free container may hold every chunk at once: give them a
   // node each beforehand so that pushes never allocate.
-  void reserve_nodes_locked() {
-    if (allocated_ <= nodes_) return;
-    const std::size_t more = allocated_ - nodes_;
+  void reserve_nodes_locked(std::size_t chunks) {
+    if (chunks <= nodes_) return;
+    const std::size_t more = std::max(chunks - nodes_, nodes_ / 2);  // fewer, larger steps
     free_.reserve(more);
+    unwritten_.reserve(more);
     full_.reserve(more);
-    nodes_ = allocated_;
+    nodes_ += more;
   }
 
+  // Unwritten chunks mapped ahead, at most: each takes a node in the
+  // containers above (the default cap is 16,384 chunks of 16 KiB).
+  static constexpr std::size_t max_unwritten = 16384;
+
   boost::lockfree::stack<chunk*> free_;
+  boost::lockfree::stack<slot> unwritten_;
   boost::lockfree::queue<chunk*> full_;
   std::atomic<std::size_t> free_count_{0};
+  std::atomic<std::size_t> unwritten_count_{0};
   std::atomic<bool> ran_dry_{false};
 
   mutable std::mutex mutex_;
@@ -208,6 +255,7 @@ class chunk_pool final : public chunk_source {
   std::size_t max_reserve_ = 2;
   std::size_t allocated_ = 0;  // chunks in existence, wherever they are
   std::map<std::size_t, std::size_t> count_by_size_;
+  chunk_arena arena_;
 };
 
 /// The process's chunk pool, made with the first session and installed in

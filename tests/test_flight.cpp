@@ -73,6 +73,9 @@ TEST_CASE("a dump holds exactly the window, and recording goes on through it") {
   const auto dumped = npuprof::dump("test");
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   w.finish();
+  // Stopped before the dump is read, so that the two windows overlap however
+  // slowly the checks below run.
+  const auto stopped = s.stop();
   const test::trace t = test::load(dumped);
   CHECK(t.meta["collection"]["mode"] == "flight_recorder");
   CHECK(t.meta["collection"]["reason"] == "test");
@@ -93,7 +96,7 @@ TEST_CASE("a dump holds exactly the window, and recording goes on through it") {
     const bool present = std::binary_search(seq.begin(), seq.end(), static_cast<std::int64_t>(i));
     if (at >= window_start + 1'000'000 && at <= dump_end - 1'000'000) {
       ++expected_inside;
-      CHECK_MESSAGE(present, "sample " << i << " inside the window is missing");
+      CHECK_MESSAGE(present, "sample " << i << " inside the window is missing: made " << (at - window_start) / 1000 << " us after its start, " << (dump_end - at) / 1000 << " us before its end");
     }
     if (at < window_start - 1'000'000) CHECK_MESSAGE(!present, "sample " << i << " before the window is in the dump");
   }
@@ -107,13 +110,20 @@ TEST_CASE("a dump holds exactly the window, and recording goes on through it") {
 
   // Recording went on: the window written at stop continues the sequence
   // without a gap, and nothing was dropped.
-  const test::trace last = test::load(s.stop());
+  const test::trace last = test::load(stopped);
   CHECK(last.meta["collection"]["reason"] == "stop");
   const std::vector<std::int64_t> after = sequence_in(last);
   REQUIRE(!after.empty());
   CHECK(after.back() == static_cast<std::int64_t>(w.made_at.size()) - 1);
   for (std::size_t i = 1; i < after.size(); ++i) REQUIRE(after[i] == after[i - 1] + 1);
-  CHECK(after.front() <= seq.back());  // the windows overlap: nothing between them was lost
+  // Where the windows overlap (the dump was written within a window of the
+  // stop; a slow machine may take longer), nothing between them was lost.
+  const std::int64_t last_window_start = last.meta["collection"]["window_start_ns"];
+  if (last_window_start <= dump_end) {
+    CHECK(after.front() <= seq.back() + 1);
+  } else {
+    MESSAGE("the dump took longer than the window to write: the windows do not overlap");
+  }
   CHECK(last.count_of("dropped_events") == 0);
 }
 
@@ -175,6 +185,7 @@ TEST_CASE("memory stays bounded however much is recorded") {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (ranges.load() * 24 > (64u << 20)) break;
   }
+  const std::int64_t recording_stopped = steady_now();
   stop = true;
   for (auto& t : threads) t.join();
   const std::size_t rss_after = test::resident_bytes();
@@ -190,10 +201,10 @@ TEST_CASE("memory stays bounded however much is recorded") {
   const std::size_t kept = t.count("tick", "X");
   CHECK(kept > 0);
   CHECK(kept + t.count_of("dropped_events") < ranges.load());
-  // What is kept is the latest: its last range ended at the end.
+  // What is kept is the latest: its last range ended when recording stopped.
   std::int64_t last_end = 0;
   for (const auto& e : t.named("tick", "X")) last_end = std::max(last_end, test::to_ns(e["ts"]) + test::to_ns(e["dur"]));
-  CHECK(t.meta["session"]["end_ns"].get<std::int64_t>() - last_end < 200'000'000);
+  CHECK(recording_stopped - last_end < 200'000'000);
   CHECK(t.meta["collection"]["complete_from_ns"].get<std::int64_t>() > t.meta["collection"]["window_start_ns"].get<std::int64_t>());
 }
 

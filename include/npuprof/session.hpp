@@ -638,10 +638,14 @@ inline std::filesystem::path session::dump(const std::string& reason) {
   segments taken;
   std::deque<std::vector<std::uint64_t>> live;  // stable addresses for the segments
   detail::device_times device;
-  clock_point from{}, end{};
+  clock_point from{}, cut{}, end{};
   {
     std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: cannot dump: the session is not running");
+    // The dump's end is read before the buffers are: every record stamped
+    // before it and published by then is in the dump, however long reading
+    // them takes. Records written while they are read come too.
+    cut = sample_clock();
     drain_full_chunks();
     // What threads are writing now is copied, not taken: they go on
     // writing those chunks, and the next dump sees it again.
@@ -670,12 +674,14 @@ inline std::filesystem::path session::dump(const std::string& reason) {
   }
   // Decoding and writing happen outside the control lock: the drainer goes
   // on draining (it trims nothing while dump_mutex_ is held).
+  // Ranges still open are drawn up to `end`, past every record read.
   std::shared_ptr<trace_data> d = collect(taken, from, end, device_ != nullptr ? &device : nullptr, false);
+  d->end_ns = cut.steady;
   d->collection = {{"mode", cfg_.flight.enabled ? "flight_recorder" : "session"},
                    {"dump", ++dumps_},
                    {"reason", reason},
                    {"counts", "since the session started"}};
-  finish_data(*d, end.steady);
+  finish_data(*d, cut.steady);
   return deliver(*d);
 }
 

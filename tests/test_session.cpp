@@ -442,12 +442,67 @@ TEST_CASE("a session still running at exit() is stopped and written") {
     std::thread([] {
       for (int i = 0; i < 100; ++i) NPUPROF_MARK(kernels, "from thread");
     }).join();
-    NPUPROF_RANGE(kernels, "open scoped range");
+    NPUPROF_RANGE(kernels, "scoped range ended before exit");
     (void)npuprof::range_start<kernels>("open id range");  // left open on purpose
+    // A thread still inside a scoped range when exit() runs.
+    std::atomic<bool> inside{false};
+    std::thread([&] {
+      NPUPROF_RANGE(kernels, "scoped range open at exit");
+      inside = true;
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }).detach();
+    while (!inside.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   });
   CHECK(t.count("from thread") == 100);
   CHECK(t.named("open id range").at(0)["args"]["incomplete"] == true);
   CHECK(t.count_of("open_ranges") == 1);
+  CHECK(t.count("scoped range ended before exit") == 1);
+  CHECK(t.count("scoped range open at exit") == 0);
+  CHECK(t.count_of("open_scoped_ranges") == 1);
+}
+
+TEST_CASE("scoped ranges with a registered message still open when the session stops are counted") {
+  test::temp_dir dir;
+  std::mutex m;
+  std::condition_variable cv;
+  bool opened = false, stopped = false;
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  std::thread outliving([&] {
+    { NPUPROF_RANGE(kernels, "closed before the stop"); }
+    {
+      NPUPROF_RANGE(kernels, "outer, open at the stop");
+      NPUPROF_RANGE(kernels, "inner, open at the stop");
+      std::unique_lock<std::mutex> lock(m);
+      opened = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return stopped; });
+    }
+    NPUPROF_RANGE(kernels, "after the stop");
+  });
+  {
+    std::unique_lock<std::mutex> lock(m);
+    cv.wait(lock, [&] { return opened; });
+  }
+  const auto out = s.stop();
+  {
+    std::lock_guard<std::mutex> lock(m);
+    stopped = true;
+  }
+  cv.notify_all();
+  outliving.join();
+
+  const auto t = test::load(out);
+  CHECK(t.count("closed before the stop") == 1);
+  CHECK(t.count("outer, open at the stop") == 0);
+  CHECK(t.count("inner, open at the stop") == 0);
+  CHECK(t.count_of("open_scoped_ranges") == 2);
+  CHECK(t.count_of("open_ranges") == 0);
+
+  // The thread ended them all: a later session starts from none open.
+  npuprof::session again{test::config_in(dir)};
+  again.start();
+  CHECK(test::load(again.stop()).count_of("open_scoped_ranges") == 0);
 }
 
 TEST_CASE("trace id from a callback, user metadata, and the rank in names and metadata") {

@@ -37,6 +37,9 @@ class scoped_core {
     stream_ = stream;
     if (NPUPROF_UNLIKELY(s & forward_bit)) forward_begin(s, m, stream);
     if (m.is_registered()) {
+      thread_buffer* tb = this_thread_buffer();
+      if (NPUPROF_UNLIKELY(tb == nullptr)) return not_registered();
+      scoped_begun(tb);
       tag_ = make_tag(kind::complete, s - 1u, m.id());
       word_ = raw_ticks();
       if (stream != nullptr) device_ = begin_device_event(stream);
@@ -50,7 +53,10 @@ class scoped_core {
     if (tag_ == 0) return;
     if (tag_kind(tag_) != kind::complete) {
       write_end(word_, stream_);
-    } else if (stream_ == nullptr) {
+      return;
+    }
+    scoped_ended(t_buffer);  // registered at the begin
+    if (stream_ == nullptr) {
       write3(word_, tag_, raw_ticks());
     } else {
       write_complete_on_stream(word_, tag_, stream_, device_);
@@ -61,6 +67,12 @@ class scoped_core {
   void forward_begin(std::uint16_t s, message m, stream_t stream) noexcept {
     forwarded_ = forward_range_start(s, m, stream);
     forward_domain_ = forwarded_domain(s);
+  }
+
+  // A thread that cannot get a buffer records nothing; its event is counted.
+  NPUPROF_COLD static void not_registered() noexcept {
+    marker_state& s = markers();
+    s.stats.bump(s.stats.unregistered_drops);
   }
 
   // Out of line: copying is the slower path, and keeps the inline part small.

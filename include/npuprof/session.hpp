@@ -887,6 +887,7 @@ inline std::shared_ptr<trace_data> session::collect(const segments& from_segment
   d->counts.null_messages = count(detail::markers().stats.null_messages);
   d->counts.rejected_domain_names = detail::markers().stats.rejected_domain_names.load();
   d->counts.domains_over_limit = st.domains.over_limit_count();
+  d->counts.open_scoped_ranges = st.threads.open_scoped();
   d->counts.destroyed_domain_calls = count(detail::markers().stats.destroyed_domain_calls);
   return d;
 }

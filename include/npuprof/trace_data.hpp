@@ -59,6 +59,7 @@ struct trace_counts {
   std::uint64_t unmatched_range_ends = 0;             // unknown range id
   std::uint64_t repeated_range_ends = 0;              // a range ended again (the first end in time counts)
   std::uint64_t open_ranges = 0;                      // still open at the end (exported as incomplete)
+  std::uint64_t open_scoped_ranges = 0;               // scoped, registered message, open at the end: not in the trace
   std::uint64_t ranges_without_end = 0;               // no end, and ends were dropped: drawn with no duration
   std::uint64_t dropped_range_ends = 0;               // ends that found no room in a full buffer
   std::uint64_t began_before_window = 0;              // flight recorder: ends whose begins were let go

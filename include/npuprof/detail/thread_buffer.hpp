@@ -30,7 +30,21 @@ struct thread_buffer {
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<bool> live{false};
   std::uint32_t tid = 0;
+  // Scoped ranges with a registered message begun and not yet ended: they
+  // write their one record at their end, so a trace cut meanwhile can only
+  // count them. Changed by the owning thread without a locked instruction.
+  std::atomic<std::uint32_t> open_scoped{0};
 };
+
+/// Counts a scoped range with a registered message begun on the owning thread.
+inline void scoped_begun(thread_buffer* tb) noexcept {
+  tb->open_scoped.store(tb->open_scoped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
+
+/// Counts the end of one, on the thread that began it.
+inline void scoped_ended(thread_buffer* tb) noexcept {
+  tb->open_scoped.store(tb->open_scoped.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+}
 
 /// The calling thread's buffer; null until its first recorded event.
 // initial-exec: a single TLS load also inside shared objects (no __tls_get_addr).

@@ -43,6 +43,7 @@ class thread_registry {
       tb->id_base = static_cast<std::uint64_t>(all_.size()) << 40;
     }
     tb->tid = tid;
+    tb->open_scoped.store(0, std::memory_order_relaxed);
     tb->live.store(true, std::memory_order_release);
     return tb;
   }
@@ -60,6 +61,7 @@ class thread_registry {
       if (chunk* c = tb->current.exchange(nullptr, std::memory_order_relaxed)) hand_back(c);
       tb->write = tb->limit = nullptr;
       tb->dropped.store(0, std::memory_order_relaxed);
+      tb->open_scoped.store(0, std::memory_order_relaxed);
       tb->live.store(false, std::memory_order_relaxed);
       spare_.push_back(tb);
     }
@@ -82,6 +84,16 @@ class thread_registry {
     for (thread_buffer* tb : all_) {
       if (tb->live.load(std::memory_order_acquire)) f(*tb);
     }
+  }
+
+  /// Scoped ranges with a registered message open on live threads now.
+  std::uint64_t open_scoped() {
+    lock_guard<mutex> lock(mutex_);
+    std::uint64_t n = 0;
+    for (thread_buffer* tb : all_) {
+      if (tb->live.load(std::memory_order_acquire)) n += tb->open_scoped.load(std::memory_order_relaxed);
+    }
+    return n;
   }
 
   /// Drops per thread id since the last call, and resets the counts. A

@@ -50,6 +50,7 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
         {"unmatched_range_ends", d.counts.unmatched_range_ends},
         {"repeated_range_ends", d.counts.repeated_range_ends},
         {"open_ranges", d.counts.open_ranges},
+        {"open_scoped_ranges", d.counts.open_scoped_ranges},
         {"dropped_range_ends", d.counts.dropped_range_ends},
         {"ranges_without_end", d.counts.ranges_without_end},
         {"began_before_window", d.counts.began_before_window},

@@ -9,6 +9,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/new" "$work/out"
 export NPUPROF_OUTPUT_DIR="$work/out"
+# The fuzzers look for crashes, not volume: a smaller cap than the default keeps
+# the trace written at exit small enough to write quickly under the sanitizers.
+export NPUPROF_BUFFER_SIZE_KB="${NPUPROF_BUFFER_SIZE_KB:-16384}"
 # A crashing input is kept next to the target, to reproduce with: TARGET FILE
 "$target" -error_exitcode=1 -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 \
   -artifact_prefix="$(dirname "$target")/" "$work/new" "$corpus"

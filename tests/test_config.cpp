@@ -3,6 +3,9 @@
 #include "support.hpp"
 
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 
 namespace {
 
@@ -292,4 +295,137 @@ TEST_CASE("the config is written to the metadata") {
   CHECK(t.meta["config"]["mstx_domain_exclude"] == std::vector<std::string>{"debug"});
   CHECK(t.meta["config"]["mstx"] == true);
   CHECK(t.meta["npuprof_version"] == npuprof::version_string);
+}
+
+namespace {
+
+// A row of README's configuration table: JSON keys, environment variables,
+// the default and what it means, as written there.
+struct readme_row {
+  std::vector<std::string> keys, envs;
+  std::string default_text, meaning;
+};
+
+std::vector<std::string> backticked(const std::string& cell) {
+  std::vector<std::string> out;
+  static const std::regex code("`([^`]*)`");
+  for (auto it = std::sregex_iterator(cell.begin(), cell.end(), code); it != std::sregex_iterator(); ++it) {
+    out.push_back((*it)[1]);
+  }
+  return out;
+}
+
+std::string trimmed(const std::string& s) {
+  const auto b = s.find_first_not_of(' ');
+  return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(' ') - b + 1);
+}
+
+// The rows of the table under "## Configuration" in the README that
+// NPUPROF_TEST_README names (the build sets it for this test).
+std::vector<readme_row> readme_configuration(const char* path) {
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << path);
+  std::vector<readme_row> rows;
+  std::string line;
+  bool in_section = false, in_table = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("## ", 0) == 0) in_section = line == "## Configuration";
+    if (!in_section) continue;
+    if (line.rfind("| JSON key |", 0) == 0) {
+      in_table = true;
+      continue;
+    }
+    if (!in_table || line.rfind("|---", 0) == 0) continue;
+    if (line.rfind("|", 0) != 0) break;
+    std::vector<std::string> cells;
+    std::stringstream ss(line.substr(1));
+    for (std::string cell; std::getline(ss, cell, '|');) cells.push_back(trimmed(cell));
+    REQUIRE_MESSAGE(cells.size() >= 4, line);
+    readme_row r{backticked(cells[0]), {}, cells[2], cells[3]};
+    for (std::string env : backticked(cells[1])) r.envs.push_back(env.substr(0, env.find('=')));
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST_CASE("README's configuration table has every key, with the code's variables, defaults and ranges") {
+  const char* path = std::getenv("NPUPROF_TEST_README");
+  if (path == nullptr) {
+    MESSAGE("NPUPROF_TEST_README is not set: README not checked");
+    return;
+  }
+  const auto rows = readme_configuration(path);
+  REQUIRE(rows.size() >= 15);
+
+  std::set<std::string> documented, known;
+  for (const readme_row& r : rows) documented.insert(r.keys.begin(), r.keys.end());
+  for (std::string_view k : npuprof::detail::known_config_keys()) known.insert(std::string(k));
+  for (const std::string& k : known) CHECK_MESSAGE(documented.count(k) == 1, "README does not document " << k);
+  for (const std::string& k : documented) CHECK_MESSAGE(known.count(k) == 1, "README documents an unknown key " << k);
+
+  const nlohmann::json defaults = npuprof::config{}.to_json();
+  int defaults_checked = 0;
+  for (const readme_row& r : rows) {
+    const std::string& key = r.keys.front();
+    CAPTURE(key);
+    // A numeric key: its variable and range as the code gives them.
+    for (std::size_t i = 0; i < r.keys.size(); ++i) {
+      bool numeric = false;
+      for (const numeric_setting& s : numeric_settings) numeric = numeric || r.keys[i] == s.key;
+      if (!numeric) continue;
+      const numeric_setting& s = setting(r.keys[i]);
+      REQUIRE(i < r.envs.size());
+      CHECK(r.envs[i] == s.env);
+      std::smatch m;
+      const std::string range = s.range;
+      REQUIRE(std::regex_match(range, m, std::regex("between (-?[0-9]+) and ([0-9]+)")));
+      CHECK_MESSAGE(std::regex_search(r.meaning, std::regex(m[1].str() + "( \\([^)]*\\))? to " + m[2].str() + "\\b")),
+                    "README gives no range '" << m[1] << " to " << m[2] << "' in: " << r.meaning);
+    }
+    // A switch: its variable takes the values the table names, nothing else.
+    if (r.keys.size() == 1 && r.envs.size() == 1 && defaults[key].is_boolean()) {
+      CHECK(contains(env_error(r.envs[0].c_str(), "maybe"), "environment variable " + r.envs[0] + ": expected 1/0"));
+    }
+    // A text or list: its variable sets it.
+    const bool text = defaults[key].is_string() || defaults[key].is_array();
+    if (r.envs.size() == 1 && text && r.default_text != "see below") {
+      bool applied = false;
+      for (const char* value : {"host", "cpu"}) {
+        test::scoped_env config_file("NPUPROF_CONFIG", nullptr);
+        test::scoped_env v(r.envs[0].c_str(), value);
+        nlohmann::json got;
+        try {
+          got = npuprof::config::from_env().to_json()[key];
+        } catch (const npuprof::config_error&) {
+          continue;
+        }
+        applied = got == value || got == nlohmann::json::array({value});
+        break;
+      }
+      CHECK_MESSAGE(applied, r.envs[0] << " does not set " << key);
+    }
+    // The default, where the table gives it as a value.
+    const std::string& d = r.default_text;
+    const nlohmann::json& code = defaults[key];
+    if (std::regex_match(d, std::regex("-?[0-9]+"))) {
+      for (const std::string& k : r.keys) {
+        CHECK_MESSAGE(defaults[k] == std::stoll(d), k << ": README " << d << ", code " << defaults[k]);
+      }
+    } else if (d == "true" || d == "false") {
+      CHECK(code == (d == "true"));
+    } else if (d.size() > 2 && d.front() == '`' && d.back() == '`') {
+      CHECK(code == d.substr(1, d.size() - 2));
+    } else if (d == "none") {
+      CHECK((code.is_null() || code.empty()));
+    } else if (d == "off") {
+      CHECK(code["enabled"] == false);
+    } else {
+      MESSAGE("default of " << key << " given in words: " << d);
+      continue;
+    }
+    ++defaults_checked;
+  }
+  CHECK(defaults_checked >= static_cast<int>(rows.size()) - 3);
 }

@@ -69,10 +69,9 @@ bool destroyed(mstxDomainHandle_t h) {
   npuprof::detail::markers().stats.bump(npuprof::detail::markers().stats.destroyed_domain_calls);
   static std::atomic<bool> warned{false};
   if (!warned.exchange(true)) {
-    std::fprintf(stderr,
-                 "npuprof: mstx call on destroyed domain '%s' ignored (further ones are counted as "
-                 "destroyed_domain_calls)\n",
-                 as_domain(h)->handle->name);
+    npuprof::detail::say("mstx call on destroyed domain '%s' ignored (further ones are counted as "
+                         "destroyed_domain_calls)",
+                         as_domain(h)->handle->name);
   }
   return true;
 }
@@ -161,9 +160,9 @@ void start_session() {
   try {
     g_session = new npuprof::session(npuprof::config::from_env());  // written at exit
     g_session->start();
-    std::fprintf(stderr, "npuprof: capturing mstx markers; the trace is written at exit\n");
+    npuprof::detail::say("capturing mstx markers; the trace is written at exit");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "npuprof: mstx capture not started: %s\n", e.what());
+    npuprof::detail::say("mstx capture not started: %s", e.what());
   }
 }
 
@@ -181,8 +180,8 @@ extern "C" __attribute__((visibility("default"))) int InitInjectionMstx(mstxGetM
   const bool has_core = core.get(get, MSTX_API_MODULE_CORE, 4);
   const bool has_domain = has_core && domain.get(get, MSTX_API_MODULE_CORE_DOMAIN, 5);
   if (!has_core || !has_domain) {
-    std::fprintf(stderr, "npuprof: mstx injection failed: the program's %s function table is missing or too small\n",
-                 !has_core ? "CORE" : "CORE_DOMAIN");
+    npuprof::detail::say("mstx injection failed: the program's %s function table is missing or too small",
+                         !has_core ? "CORE" : "CORE_DOMAIN");
     return MSTX_FAIL;
   }
   npuprof::detail::mstx_loops().add_injector(reinterpret_cast<const void*>(get));

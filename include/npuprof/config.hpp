@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "detail/diagnostics.hpp"
 #include "error.hpp"
 #include "schedule.hpp"
 
@@ -291,7 +292,7 @@ inline void env_integer(const char* name, std::string_view key, int_range r, T& 
 }
 
 inline void warn(config& cfg, std::string msg) {
-  std::fprintf(stderr, "npuprof: warning: %s\n", msg.c_str());
+  say("warning: %s", msg.c_str());
   cfg.warnings.push_back(std::move(msg));
 }
 

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "detail/diagnostics.hpp"
 #include "detail/domain_table.hpp"
 #include "detail/state.hpp"
 
@@ -24,8 +25,8 @@ using domain_filter = detail::domain_filter;
 /// the include list is used and a warning says so.
 inline void set_domain_filter(domain_filter f) {
   if (!f.include.empty() && !f.exclude.empty()) {
-    std::fprintf(stderr, "npuprof: warning: both a domain include and a domain exclude list are "
-                         "set; only the include list takes effect\n");
+    detail::say("warning: both a domain include and a domain exclude list are set; only the include list takes "
+                "effect");
   }
   detail::state().domains.set_filter(std::move(f));
 }

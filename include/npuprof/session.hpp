@@ -35,6 +35,7 @@
 
 #include "backend/backend.hpp"
 #include "buffer.hpp"
+#include "detail/diagnostics.hpp"
 #include "clock.hpp"
 #include "config.hpp"
 #include "detail/chunk_pool.hpp"
@@ -111,7 +112,7 @@ class session {
           stop();
         }
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "%s\n", e.what());
+        detail::say_error(e.what());
       }
     }
     // Also a signal dump whose on_trace_ready stopped this session: its
@@ -294,13 +295,12 @@ inline void stop_active_session_for(const char* why) {
     s->stop_reason_ = why;
     const auto dir = s->stop();
     if (dir.empty()) {
-      std::fprintf(stderr, "npuprof: session still running at %s: stopped, nothing to write\n", why);
+      detail::say("session still running at %s: stopped, nothing to write", why);
     } else {
-      std::fprintf(stderr, "npuprof: session still running at %s: stopped, trace written to %s\n", why,
-                   dir.string().c_str());
+      detail::say("session still running at %s: stopped, trace written to %s", why, dir.string().c_str());
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s\n", e.what());
+    detail::say_error(e.what());
   }
 }
 
@@ -777,10 +777,9 @@ inline void session::start_signal_dump() {
   dumper_ = std::thread([this, reason] {
     try {
       const auto dir = dump(reason);
-      std::fprintf(stderr, "npuprof: %s: flight recorder window written to %s\n", reason.c_str(),
-                   dir.string().c_str());
+      detail::say("%s: flight recorder window written to %s", reason.c_str(), dir.string().c_str());
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "%s\n", e.what());
+      detail::say_error(e.what());
     }
     dumper_busy_.store(false, std::memory_order_release);
   });

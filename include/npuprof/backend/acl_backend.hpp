@@ -21,6 +21,7 @@
 
 #include "../clock.hpp"
 #include "../detail/device_hook.hpp"
+#include "../detail/diagnostics.hpp"
 #include "../detail/device_times.hpp"
 #include "../detail/platform.hpp"
 #include "../detail/prefetch.hpp"
@@ -240,16 +241,15 @@ class acl_backend final : public device_recorder {
     refused_reported_ = true;
     char stream[32];
     std::snprintf(stream, sizeof stream, "%p", last_refused_.load());
-    std::fprintf(stderr,
-                 "npuprof: stream %s is not a stream of the runtime (aclrtRecordEvent failed with error %d); "
-                 "markers on it are recorded host-only\n",
-                 stream, last_refused_error_.load());
+    say("stream %s is not a stream of the runtime (aclrtRecordEvent failed with error %d); markers on it are "
+        "recorded host-only",
+        stream, last_refused_error_.load());
   }
 
   void report_degraded() {
     if (degraded_reported_ || degraded_error_.load() == 0) return;
     degraded_reported_ = true;
-    std::fprintf(stderr, "npuprof: %s\n", degraded_text().c_str());
+    say("%s", degraded_text().c_str());
   }
 
   // The device time of a completed event, read with aclrtEventGetTimestamp.

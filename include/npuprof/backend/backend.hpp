@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../detail/diagnostics.hpp"
 #include "../config.hpp"
 #include "acl_backend.hpp"
 #include "acl_runtime.hpp"
@@ -44,19 +45,18 @@ inline backend_choice choose_backend(const config& cfg) {
     c.note["requested"] = cfg.backend;
     c.note["fallback_reason"] = why;
     if (cfg.backend == "acl" || runtime_named(cfg)) {
-      std::fprintf(stderr, "npuprof: device backend unavailable: %s; recording host-only\n", why.c_str());
+      say("device backend unavailable: %s; recording host-only", why.c_str());
     }
     return c;
   }
   if (b->simulated()) {
-    std::fprintf(stderr, "npuprof: device backend acl on a SIMULATED Ascend runtime (%s), device %d\n",
-                 b->library().c_str(), b->device());
+    say("device backend acl on a SIMULATED Ascend runtime (%s), device %d", b->library().c_str(), b->device());
   }
   c.device = b;
   if (cfg.mstx_forward) {
     bool loop = false;
     c.forwarder = mstx_forwarder::open(cfg.mstx_library, why, &loop);
-    if (loop) std::fprintf(stderr, "npuprof: markers not forwarded: %s\n", why.c_str());
+    if (loop) say("markers not forwarded: %s", why.c_str());
     c.note["mstx_forward"] = c.forwarder != nullptr ? nlohmann::json{{"library", c.forwarder->library()}}
                                                     : nlohmann::json{{"library", nullptr}, {"reason", why}};
   }

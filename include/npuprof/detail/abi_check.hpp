@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "abi.hpp"
+#include "diagnostics.hpp"
 #include "platform.hpp"
 
 namespace npuprof {
@@ -34,7 +35,7 @@ NPUPROF_COLD inline void report_abi_mismatch(unsigned process) noexcept {
   if (said.exchange(true, std::memory_order_relaxed)) return;
   char text[320];
   describe_abi_mismatch(text, sizeof text, process);
-  std::fprintf(stderr, "%s\n", text);
+  say_error(text);
 }
 
 /// For a control side: makes this module's ABI the process's, or finds it

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "domain_handle.hpp"
+#include "diagnostics.hpp"
 #include "forward_hook.hpp"
 #include "kept_string.hpp"
 #include "mutex.hpp"
@@ -140,9 +141,9 @@ class domain_table {
       if (over_limit_names_++ == 0) {
         names_.resize(over_limit + 1);
         names_[over_limit] = over_limit_name;
-        std::fprintf(stderr, "npuprof: warning: more than %u domains; domain '%.*s' and later ones are "
-                             "recorded as '%s' (counted as domains_over_limit)\n",
-                     over_limit - 1, static_cast<int>(name.size()), name.data(), over_limit_name);
+        say("warning: more than %u domains; domain '%.*s' and later ones are recorded as '%s' (counted as "
+            "domains_over_limit)",
+            over_limit - 1, static_cast<int>(name.size()), name.data(), over_limit_name);
       }
       return over_limit;
     }

@@ -533,6 +533,13 @@ class collecting_reporter : public benchmark::ConsoleReporter {
 
 }  // namespace
 
+// The middle value (the upper one of an even count); 0 for none.
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
 // Device, interleaved: the stream-tied range and two bare records on 2048
 // events in turn, measured batch by batch one after the other (in turns, so
 // that neither always goes first). On a shared machine the cost of moving an
@@ -584,10 +591,6 @@ void device_interleaved_rows() {
   }
   aclrtSynchronizeStream(g_stream);
   for (aclrtEvent e : ev) aclrtDestroyEvent(e);
-  auto median = [](std::vector<double> v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
   const double rec = median(record_ns);
   std::printf("%-40s %9.2f %9.2f  %s\n", "device, interleaved: 2 bare records", rec, 1.0,
               "2048 events in turn; median of 1000 batches");
@@ -689,24 +692,15 @@ void export_rows() {
     std::error_code ec;
     std::filesystem::remove_all(cfg.output_dir, ec);
   }
-  auto later_median = [](std::vector<double> v) {
-    if (v.size() < 2) return v.empty() ? 0.0 : v[0];
-    std::sort(v.begin() + 1, v.end());
-    return v[1 + (v.size() - 1) / 2];
-  };
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
+  const double later = median({rates.begin() + 1, rates.end()});
   const double floor = median(floor_rates);
   const std::string floor_note = "plain 1 MiB write()s of as many bytes (" +
                                  std::to_string(static_cast<int>(file_bytes_per_event)) + " B an event)";
   std::printf("%-40s %9.2f %9s  %s\n", "export: floor, raw write, M events/s", floor, "", floor_note.c_str());
   std::printf("%-40s %9.2f %9.2f  %s\n", "export: M events/s, first in the process", rates[0],
               floor > 0 ? rates[0] / floor : 0.0, ">= 10 on one core (stop+write); ratio to the floor");
-  std::printf("%-40s %9.2f %9.2f  %s\n", "export: M events/s, later (median of 3)", later_median(rates),
-              floor > 0 ? later_median(rates) / floor : 0.0, ">= 10 on one core (stop+write); ratio to the floor");
+  std::printf("%-40s %9.2f %9.2f  %s\n", "export: M events/s, later (median of 3)", later,
+              floor > 0 ? later / floor : 0.0, ">= 10 on one core (stop+write); ratio to the floor");
   if (peak_ratios.empty()) {
     std::printf("%-40s %9s %9s  %s\n", "export: peak extra memory / buffer bytes", "-", "-",
                 "not measured: /proc/self/clear_refs or VmHWM unavailable");

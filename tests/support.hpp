@@ -7,6 +7,7 @@
 #include <npuprof/session.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -252,6 +253,69 @@ struct scoped_env {
       ::unsetenv(name.c_str());
     }
   }
+};
+
+/// Threads that mark "<thread> <n>" (n = 0, 1, 2, ...) in domain "seq" as
+/// fast as they can, until destroyed: every trace cut while they run must
+/// hold, per thread, an unbroken run of numbers (or count the drops).
+class sequence_markers {
+ public:
+  explicit sequence_markers(int threads) {
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([this, i] {
+        const std::string prefix = std::to_string(i) + " ";
+        for (std::uint64_t n = 0; !done_.load(std::memory_order_relaxed); ++n) {
+          npuprof::mark<seq_domain>(prefix + std::to_string(n));
+          if (n % 256 == 0) std::this_thread::yield();
+        }
+      });
+    }
+  }
+  ~sequence_markers() {
+    done_ = true;
+    for (auto& t : threads_) t.join();
+  }
+  sequence_markers(const sequence_markers&) = delete;
+  sequence_markers& operator=(const sequence_markers&) = delete;
+
+  struct seq_domain {
+    static constexpr const char* name = "seq";
+  };
+
+  /// Per marking thread, the numbers `t` lacks between its first and last
+  /// beyond what it counts as dropped; empty when there are none.
+  static std::string gaps(const trace& t) {
+    std::map<std::string, std::vector<std::uint64_t>> by_thread;
+    std::map<std::string, std::uint64_t> tid_of;
+    for (const json& e : t.phase("i")) {
+      if (e["cat"] != "seq") continue;
+      const std::string name = e["name"];
+      const std::string who = name.substr(0, name.find(' '));
+      by_thread[who].push_back(std::stoull(name.substr(name.find(' ') + 1)));
+      tid_of[who] = e["tid"].get<std::uint64_t>();
+    }
+    std::string out;
+    for (auto& [who, numbers] : by_thread) {
+      std::sort(numbers.begin(), numbers.end());
+      const std::uint64_t missing = numbers.back() - numbers.front() + 1 - numbers.size();
+      const json& drops = t.meta["counts"]["dropped_by_thread"];
+      const std::string tid = std::to_string(tid_of[who]);
+      const std::uint64_t dropped = drops.contains(tid) ? drops[tid].get<std::uint64_t>() : 0;
+      if (missing <= dropped) continue;
+      out += "thread " + who + ": " + std::to_string(missing) + " missing (" + std::to_string(dropped) + " dropped):";
+      for (std::size_t i = 1; i < numbers.size(); ++i) {
+        if (numbers[i] != numbers[i - 1] + 1) {
+          out += " " + std::to_string(numbers[i - 1] + 1) + ".." + std::to_string(numbers[i] - 1);
+        }
+      }
+      out += "; ";
+    }
+    return out;
+  }
+
+ private:
+  std::atomic<bool> done_{false};
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace test

@@ -2,6 +2,7 @@
 // config errors, checked step by step against torch_npu's semantics.
 #include "support.hpp"
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -178,4 +179,37 @@ TEST_CASE("step() without a schedule counts steps and records throughout") {
   const test::trace t = test::load(s.stop());
   CHECK(t.count("m") == 3);
   CHECK(t.meta["collection"]["mode"] == "session");
+}
+
+TEST_CASE("a cycle that begins while threads record has no hole: what is thrown away is older than all it keeps") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.chunk_size_kb = 4;    // chunks change hands often
+  cfg.buffer_size_kb = 1024;  // and the cap is reached: drops must be counted
+  cfg.schedule = npuprof::schedule{/*wait*/ 1, /*active*/ 1};
+  std::vector<test::fs::path> written;
+  cfg.on_trace_ready = [&](const test::fs::path& p) { written.push_back(p); };
+  npuprof::session s{cfg};
+  s.start();
+  {
+    test::sequence_markers markers(3);
+    for (int i = 0; i < 120; ++i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+      s.step();
+    }
+  }
+  s.stop();
+  REQUIRE(written.size() == 60);
+  std::set<std::string> seen;
+  int marks = 0;
+  for (const auto& p : written) {
+    const test::trace t = test::load(p);
+    CHECK_MESSAGE(test::sequence_markers::gaps(t).empty(), p << ": " << test::sequence_markers::gaps(t));
+    for (const auto& e : t.phase("i")) {
+      if (e["cat"] != "seq") continue;
+      ++marks;
+      if (!seen.insert(e["name"].get<std::string>()).second) FAIL_CHECK(e["name"] << " is in two cycles");
+    }
+  }
+  CHECK(marks > 1000);
 }

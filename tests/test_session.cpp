@@ -962,3 +962,26 @@ TEST_CASE("a range whose begin was recorded keeps its end when the buffer is ful
   }
 }
 
+
+TEST_CASE("clear() while threads record: nothing from before it, no hole after it") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.chunk_size_kb = 4;    // chunks change hands often
+  cfg.buffer_size_kb = 1024;  // and the cap is reached: drops must be counted
+  npuprof::session s{cfg};
+  s.start();
+  test::sequence_markers markers(3);
+  for (int i = 0; i < 40; ++i) {
+    npuprof::mark("before clear");
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    s.clear();
+    npuprof::mark("after clear");
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    const test::trace t = test::load(s.dump("check"));
+    CHECK(t.count("before clear") == 0);
+    CHECK(t.count("after clear") == 1);
+    CHECK_MESSAGE(test::sequence_markers::gaps(t).empty(), "dump " << i << ": " << test::sequence_markers::gaps(t));
+    test::fs::remove_all(t.dir);
+  }
+  s.stop();
+}

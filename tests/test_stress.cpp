@@ -114,8 +114,15 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
       const std::uint64_t span = numbers.back() - numbers.front() + 1;
       const auto& drops = t.meta["counts"]["dropped_by_thread"];
       const std::uint64_t dropped = drops.contains(std::to_string(tid)) ? drops[std::to_string(tid)].get<std::uint64_t>() : 0;
+      std::string gaps;
+      for (std::size_t i = 1; i < numbers.size(); ++i) {
+        if (numbers[i] != numbers[i - 1] + 1) gaps += " " + std::to_string(numbers[i - 1] + 1) + ".." + std::to_string(numbers[i] - 1);
+      }
       CHECK_MESSAGE(span - numbers.size() <= dropped,
-                    "tid " << tid << ": " << span - numbers.size() << " marks missing, " << dropped << " dropped");
+                    "tid " << tid << ": " << span - numbers.size() << " marks missing (" << gaps << " of "
+                           << numbers.front() << ".." << numbers.back() << "), " << dropped << " dropped, in "
+                           << t.meta["collection"].dump() << " " << t.dir);
+
     }
     std::error_code ec;
     test::fs::remove_all(t.dir, ec);

@@ -195,6 +195,7 @@ class session {
   void start_signal_dump();
   void drain_full_chunks();
   void take_all_published();
+  void reset_counts();
   void discard_stale_records();
   std::shared_ptr<trace_data> collect(const segments& from_segments, clock_point from, clock_point end,
                                       const detail::device_times* device, bool take_counts);
@@ -219,6 +220,9 @@ class session {
   std::atomic<bool> running_{false};
   clock_point start_point_{};
   clock_point cut_point_{};  // records before it belong to an earlier cycle
+  // Records stamped before it belong to no trace: the session's start, the
+  // last clear(), or the start of the last cycle that followed a pause.
+  std::uint64_t stale_before_ = 0;
   std::int64_t wall_start_ = 0;
   long step_ = 0;
   long cycle_ = 0;
@@ -395,6 +399,7 @@ inline void session::start() {
   trace_id_ = cfg_.trace_id_callback ? cfg_.trace_id_callback() : std::string();
   if (trace_id_.empty()) trace_id_ = detail::new_trace_id();
   start_point_ = cut_point_ = sample_clock();
+  stale_before_ = start_point_.ticks;
   stop_reason_ = "stop";
   wall_start_ = wall_ns() - (steady_ns() - start_point_.steady);
   step_ = cycle_ = 0;
@@ -587,9 +592,15 @@ inline void session::clear() {
   refuse_in_fork_child("clear");
   std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
   std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
-  drain_full_chunks();
+  // Threads go on recording meanwhile, so what goes is decided by time, not
+  // by where records are: everything taken so far is older than now; what
+  // is still on its way is sorted out by its time stamp when decoded. Drop
+  // counts start again first: a drop has no time stamp, and one after the
+  // cut must not go uncounted (one just before it is counted, to be safe).
+  reset_counts();
+  cut_point_ = sample_clock();
+  stale_before_ = cut_point_.ticks;
   recycle_segments();
-  discard_stale_records();
 }
 
 inline void session::step() {
@@ -604,7 +615,8 @@ inline void session::step() {
     ++step_;
     if (!cfg_.schedule) return;
     action_ = cfg_.schedule->action(step_);
-    st.domains.set_recording(records(action_));
+    const bool resumes = !records(ended) && records(action_);
+    if (!resumes) st.domains.set_recording(records(action_));
     if (ended == step_action::record_and_save) {
       take_all_published();
       detail::device_times device;
@@ -616,12 +628,16 @@ inline void session::step() {
       recycle_segments();
       cut_point_ = end;
       ++cycle_;
-    } else if (!records(ended) && records(action_)) {
-      // A new cycle records from here: what came before belongs to none.
+    } else if (resumes) {
+      // A new cycle records from here: what came before belongs to none. It
+      // is thrown away before recording resumes, as records threads publish
+      // meanwhile could be thrown away with it, leaving a hole in the cycle.
       drain_full_chunks();
       recycle_segments();
       discard_stale_records();
       cut_point_ = sample_clock();
+      stale_before_ = cut_point_.ticks;
+      st.domains.set_recording(true);
     }
     if (action_ == step_action::warmup) detail::pool().top_up();
   }
@@ -830,7 +846,11 @@ inline void session::discard_stale_records() {
       c->unread = c->published.load(std::memory_order_acquire);
     }
   });
-  st.threads.take_drops();
+  reset_counts();
+}
+
+inline void session::reset_counts() {
+  detail::state().threads.take_drops();
   detail::markers().stats.truncated_messages.exchange(0);
   detail::markers().stats.null_messages.exchange(0);
   detail::markers().stats.unregistered_drops.exchange(0);
@@ -867,12 +887,12 @@ inline std::shared_ptr<trace_data> session::collect(const segments& from_segment
   } else {
     d->backend = backend_note_;
   }
-  // Only records from before the session are stale. Every record taken here
-  // belongs to this data, even one stamped just before `from` and published
-  // after the previous cycle was cut.
+  // Records stamped before stale_before_ belong to no trace. Every other
+  // record taken here belongs to this data, even one stamped just before
+  // `from` and published after the previous cycle was cut.
   auto count = [&](std::atomic<std::uint64_t>& c) { return take_counts ? c.exchange(0) : c.load(); };
   d->counts.dropped_range_ends = count(detail::markers().stats.dropped_range_ends);
-  detail::decoder dec(*d, start_point_.ticks, device);
+  detail::decoder dec(*d, stale_before_, device);
   dec.begins_may_be_gone(cfg_.flight.enabled);
   for (const detail::segment& s : from_segments) dec.add(s);
   dec.finish(end.ticks, d->counts.dropped_range_ends != 0);

@@ -139,7 +139,8 @@ class session {
   /// Stops recording and throws away what was recorded, writing nothing.
   void cancel();
 
-  /// Throws away what was recorded so far and goes on recording.
+  /// Throws away what was recorded so far (every event stamped before the
+  /// call, and the drop counts) and goes on recording.
   void clear();
 
   /// Ends the current step. Under a schedule, the next step's action takes

@@ -653,10 +653,9 @@ std::uintmax_t trace_file_bytes(const std::string& dir) {
 
 // Export: how fast a stopped session writes trace_view.json, against the
 // floor of writing as many bytes to the same file system, and how much memory
-// stop() takes beyond the buffers it reads. The first export of a process also
-// pays for the first touch of the memory it decodes into (page faults); the
-// later ones find it in the allocator: both are shown, the later as the
-// median of three.
+// stop() takes beyond the buffers it reads. The first export of a process and
+// the later ones (median of three) are shown apart: the first meets memory
+// the allocator has not handed out yet.
 void export_rows() {
   constexpr int n = 2'000'000;
   constexpr int runs = 4;

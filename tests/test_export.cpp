@@ -142,3 +142,115 @@ TEST_CASE("slices nest when a viewer adds ts and dur as float64, at absolute tim
   std::size_t k = 0;
   for (const auto& e : t.phase("X")) CHECK(test::to_ns(e["dur"]) == data.events[k++].dur);
 }
+
+namespace {
+struct windows {
+  static constexpr const char* name = "windows";
+};
+
+std::map<std::string, std::size_t> slices_by_name(const test::trace& t, std::uint64_t tid) {
+  std::map<std::string, std::size_t> n;
+  for (const test::json& e : t.events) {
+    if (e["ph"] == "X" && e["tid"] == tid) ++n[e["name"].get<std::string>()];
+  }
+  return n;
+}
+}  // namespace
+
+// A trace is written a window of events at a time; a scoped range is
+// recorded when it ends, after the ranges it holds, so the ranges holding
+// many others arrive windows after their children and must still be
+// written first.
+TEST_CASE("slices spanning many export windows are written sorted and nested, and data() holds the same events") {
+  test::temp_dir dir;
+  static const npuprof::registered_string<windows> outer{"outer"}, middle{"middle"}, leaf{"leaf"};
+  constexpr int middles = 6, leaves = 25'000;  // 150,000 leaves: more than two windows
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  const auto main_tid = npuprof::detail::os_thread_id();
+  {
+    npuprof::scoped_range<windows> o{outer};
+    for (int m = 0; m < middles; ++m) {
+      npuprof::scoped_range<windows> r{middle};
+      for (int l = 0; l < leaves; ++l) npuprof::scoped_range<windows> x{leaf};
+      npuprof::mark<windows>("between middles");
+      npuprof::counter<windows>("middles done", m + 1);
+    }
+  }
+  std::uint32_t other_tid = 0;
+  std::thread([&] {  // copied messages: ranges begun with an id, nested
+    other_tid = npuprof::detail::os_thread_id();
+    for (int i = 0; i < 1000; ++i) {
+      npuprof::scoped_range<windows> a{std::string("copied outer ") + std::to_string(i % 3)};
+      npuprof::scoped_range<windows> b{std::string("copied inner")};
+    }
+  }).join();
+  const test::trace t = test::load(s.stop());
+  CHECK(test::check_nesting(t) == 1 + middles + middles * leaves + 2000);
+  CHECK(test::float64_nesting_violations(t) == 0);
+  const auto main_slices = slices_by_name(t, main_tid);
+  CHECK(main_slices.at("outer") == 1);
+  CHECK(main_slices.at("middle") == middles);
+  CHECK(main_slices.at("leaf") == static_cast<std::size_t>(middles * leaves));
+  CHECK(t.count("between middles", "i") == middles);
+  CHECK(t.count("middles done", "C") == middles);
+  CHECK(slices_by_name(t, other_tid).at("copied inner") == 1000);
+  // The first slice of the thread is the one that holds all others.
+  for (const test::json& e : t.events) {
+    if (e["ph"] != "X" || e["tid"] != main_tid) continue;
+    CHECK(e["name"] == "outer");
+    break;
+  }
+  CHECK(t.meta["session"]["events"] == t.where([](const test::json& e) { return e["ph"] == "X" || e["ph"] == "i" || e["ph"] == "C"; }).size());
+
+  // data() decodes the same records when asked, after the trace was written.
+  const npuprof::trace_data& d = s.data();
+  std::map<std::string, std::size_t> decoded;
+  std::int64_t outer_dur = 0;
+  for (const npuprof::trace_event& e : d.events) {
+    if (e.what != npuprof::trace_event::type::slice) continue;
+    ++decoded[std::string(d.name_of(e))];
+    if (d.name_of(e) == "outer") outer_dur = e.dur;
+  }
+  CHECK(decoded["leaf"] == static_cast<std::size_t>(middles * leaves));
+  CHECK(decoded["middle"] == middles);
+  CHECK(decoded["copied inner"] == 1000);
+  CHECK(d.events.size() == t.meta["session"]["events"].get<std::size_t>());
+  const auto written_outer = t.named("outer", "X");
+  REQUIRE(written_outer.size() == 1);
+  CHECK(std::llabs(test::to_ns(written_outer[0]["dur"]) - outer_dur) <= 1);
+}
+
+// After stop() the session keeps its records for data() and write_to(), out
+// of the pool: a session started meanwhile has its whole memory cap.
+TEST_CASE("a stopped session's records do not take the memory cap of the next session") {
+  test::temp_dir dir;
+  npuprof::config cfg = test::config_in(dir);
+  cfg.buffer_size_kb = 4096;
+  static const npuprof::registered_string<windows> name{"ranged"};
+  constexpr int n = 100'000;  // 2.4 MB of records: more than half the cap
+  auto record = [&] {
+    for (int i = 0; i < n; ++i) {
+      npuprof::scoped_range<windows> r{name};
+      if (i % 1000 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));  // let the drainer keep up
+    }
+  };
+  npuprof::session first{cfg};
+  first.start();
+  record();
+  const test::trace a = test::load(first.stop());
+  npuprof::session second{cfg};
+  second.start();
+  record();
+  const test::trace b = test::load(second.stop());
+  CHECK(a.count_of("dropped_events") == 0);
+  CHECK(b.count_of("dropped_events") == 0);
+  CHECK(a.count("ranged", "X") == static_cast<std::size_t>(n));
+  CHECK(b.count("ranged", "X") == static_cast<std::size_t>(n));
+  // The first session's records are still there, and written again whole.
+  std::size_t kept = 0;
+  for (const npuprof::trace_event& e : first.data().events) kept += first.data().name_of(e) == "ranged";
+  CHECK(kept == static_cast<std::size_t>(n));
+  test::temp_dir again;
+  CHECK(test::load(first.write_to(again.path.string())).count("ranged", "X") == static_cast<std::size_t>(n));
+}

@@ -2,6 +2,7 @@
 // clock, and a session still running when the process exits.
 #include "support.hpp"
 
+#include <malloc.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -985,3 +986,50 @@ TEST_CASE("clear() while threads record: nothing from before it, no hole after i
   }
   s.stop();
 }
+
+#ifndef NPUPROF_TEST_SANITIZED
+// Heap memory in use, and its peak, counted by replacing operator new and
+// delete in this test program: exact, where resident memory also moves with
+// the kernel's own work (huge pages collapsed in the background).
+namespace heap {
+std::atomic<long long> in_use{0}, peak{0};
+void* take(std::size_t n) {
+  void* p = std::malloc(n == 0 ? 1 : n);
+  if (p == nullptr) throw std::bad_alloc();
+  const long long now = in_use += static_cast<long long>(malloc_usable_size(p));
+  for (long long seen = peak.load(); now > seen && !peak.compare_exchange_weak(seen, now);) {
+  }
+  return p;
+}
+void give(void* p) noexcept {
+  if (p == nullptr) return;
+  in_use -= static_cast<long long>(malloc_usable_size(p));
+  std::free(p);
+}
+}  // namespace heap
+
+void* operator new(std::size_t n) { return heap::take(n); }
+void* operator new[](std::size_t n) { return heap::take(n); }
+void operator delete(void* p) noexcept { heap::give(p); }
+void operator delete[](void* p) noexcept { heap::give(p); }
+void operator delete(void* p, std::size_t) noexcept { heap::give(p); }
+void operator delete[](void* p, std::size_t) noexcept { heap::give(p); }
+
+TEST_CASE("writing a trace takes memory for a window of events, not for the whole trace") {
+  test::temp_dir dir;
+  static const npuprof::registered_string<> name{"many"};
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  for (int i = 0; i < 1'000'000; ++i) npuprof::scoped_range<> r{name};
+  const long long before = heap::in_use.load();
+  heap::peak = before;
+  const auto written = s.stop();
+  const long long extra = heap::peak.load() - before;
+  const test::json meta = test::read_json(written / "profiler_metadata.json");  // the trace is too large to parse here
+  const auto buffer_bytes = meta["counts"]["buffer_bytes"].get<std::uint64_t>();
+  REQUIRE(meta["session"]["events"] == 1'000'000u);
+  REQUIRE(test::fs::file_size(written / "trace_view.json") > 100'000'000u);
+  INFO("peak extra heap " << extra / 1e6 << " MB for " << buffer_bytes / 1e6 << " MB of records");
+  CHECK(static_cast<double>(extra) <= 0.5 * static_cast<double>(buffer_bytes));
+}
+#endif

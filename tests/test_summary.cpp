@@ -137,3 +137,40 @@ TEST_CASE("summary cells that a spreadsheet would run are neutralised and parse 
   CHECK(seen.count("'@SUM(A1)") == 1);
   CHECK(seen.count("a \"quoted\", name") == 1);
 }
+
+TEST_CASE("durations longer than 4.3 s are summed and ranked with the short ones") {
+  // Short durations are kept in four bytes, longer ones apart: the
+  // statistics must not see the difference.
+  npuprof::trace_data d;
+  d.strings = {"", "mixed"};
+  d.domains = {"default"};
+  const std::vector<std::int64_t> durs = {5'000'000'000, 1'000, 3'000, 9'000'000'000, 2'000, 4'294'967'295,
+                                          4'294'967'296, 7};
+  for (std::int64_t dur : durs) {
+    npuprof::trace_event e;
+    e.name = 1;
+    e.dur = dur;
+    d.events.push_back(e);
+  }
+  std::istringstream csv(npuprof::detail::render_summary(d));
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  std::vector<std::string> cells;
+  std::stringstream split(row);
+  for (std::string cell; std::getline(split, cell, ',');) cells.push_back(cell);
+  REQUIRE(cells.size() == 11);
+  std::vector<std::int64_t> sorted = durs;
+  std::sort(sorted.begin(), sorted.end());
+  std::int64_t total = 0;
+  for (std::int64_t v : durs) total += v;
+  auto us = [](std::int64_t ns) { return fmt::format("{:.3f}", static_cast<double>(ns) / 1000.0); };
+  auto rank = [&](double p) { return sorted[static_cast<std::size_t>(std::ceil(p / 100 * sorted.size())) - 1]; };
+  CHECK(cells[3] == std::to_string(durs.size()));
+  CHECK(cells[4] == us(total));
+  CHECK(cells[6] == us(sorted.front()));
+  CHECK(cells[7] == us(sorted.back()));
+  CHECK(cells[8] == us(rank(50)));
+  CHECK(cells[9] == us(rank(90)));
+  CHECK(cells[10] == us(rank(99)));
+}

@@ -39,19 +39,15 @@
 #include "clock.hpp"
 #include "config.hpp"
 #include "detail/chunk_pool.hpp"
-#include "detail/decode.hpp"
+#include "detail/collected.hpp"
 #include "detail/dump_signal.hpp"
-#include "detail/event_filter.hpp"
-#include "detail/huge_pages.hpp"
 #include "detail/host_sys.hpp"
 #include "detail/state.hpp"
 #include "domain_filter.hpp"
 #include "error.hpp"
 #include "export/file.hpp"
-#include "export/metadata.hpp"
 #include "export/output_dir.hpp"
-#include "export/summary.hpp"
-#include "export/trace_view.hpp"
+#include "export/trace_files.hpp"
 #include "naming.hpp"
 #include "npuprof.hpp"
 #include "schedule.hpp"
@@ -161,8 +157,11 @@ class session {
   const config& configuration() const noexcept { return cfg_; }
   /// The directory the session wrote last.
   const std::filesystem::path& output_path() const noexcept { return output_; }
-  /// The data collected by the last stop() (or schedule cycle).
-  const trace_data& data() const noexcept { return *data_; }
+  /// The events of the last stop() (or schedule cycle), decoded when first
+  /// asked for: a trace is written without decoding all of it at once, and
+  /// the records stay (outside the memory cap) until the next stop() or
+  /// cycle, which the returned reference is valid until.
+  const trace_data& data() const;
   /// This session's trace id, written to the metadata: from
   /// config::trace_id_callback, else generated.
   const std::string& trace_id() const noexcept { return trace_id_; }
@@ -198,11 +197,13 @@ class session {
   void take_all_published();
   void reset_counts();
   void discard_stale_records();
-  std::shared_ptr<trace_data> collect(const segments& from_segments, clock_point from, clock_point end,
-                                      const detail::device_times* device, bool take_counts);
-  void finish_data(trace_data& d, std::int64_t end_ns);
-  std::filesystem::path write_data(const trace_data& d, const std::string& parent);
-  std::filesystem::path deliver(const trace_data& d);
+  std::shared_ptr<detail::collected> collect(clock_point from, clock_point end, const detail::device_times* device,
+                                             bool take_counts);
+  void take_segments(detail::collected& c);
+  void finish_collection(detail::collected& c, std::int64_t end_ns);
+  void keep_collected(std::shared_ptr<detail::collected> c);
+  std::filesystem::path write_data(const detail::collected& c, const std::string& parent);
+  std::filesystem::path deliver(const detail::collected& c);
   nlohmann::json cycle_note(bool partial) const;
   static bool records(step_action a) noexcept {
     return a == step_action::record || a == step_action::record_and_save;
@@ -250,7 +251,9 @@ class session {
   detail::acl_backend* device_ = nullptr;  // null: host only
   nlohmann::json backend_note_;
   detail::device_times device_times_;
-  std::shared_ptr<trace_data> data_ = std::make_shared<trace_data>();
+  std::shared_ptr<detail::collected> collected_ = std::make_shared<detail::collected>();  // of the last stop or cycle
+  mutable std::mutex data_mutex_;
+  mutable std::shared_ptr<trace_data> data_;  // collected_, decoded when first asked for
   std::filesystem::path output_;
   std::string trace_id_;
   nlohmann::json user_metadata_ = nlohmann::json::object();
@@ -557,25 +560,26 @@ inline std::filesystem::path session::stop() {
   retire_dumper();
   std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
   halt();
-  bool write = true;
+  std::shared_ptr<detail::collected> written;
   {
     std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
     const clock_point end = sample_clock();
-    if (cfg_.schedule && !records(action_)) {
-      write = false;  // stopped between cycles: everything was written
-    } else {
-      data_ = collect(segments_, cut_point_, end, device_ != nullptr ? &device_times_ : nullptr, true);
-      if (cfg_.schedule) data_->collection = cycle_note(true);
-      if (!cfg_.schedule) data_->collection["reason"] = stop_reason_;  // stop, exit, terminate, ...
-      finish_data(*data_, end.steady);
+    if (!cfg_.schedule || records(action_)) {  // else stopped between cycles: everything was written
+      auto c = collect(cut_point_, end, device_ != nullptr ? &device_times_ : nullptr, true);
+      take_segments(*c);
+      if (cfg_.schedule) c->header.collection = cycle_note(true);
+      if (!cfg_.schedule) c->header.collection["reason"] = stop_reason_;  // stop, exit, terminate, ...
+      finish_collection(*c, end.steady);
+      keep_collected(c);
+      written = std::move(c);
     }
     device_times_ = detail::device_times();
     recycle_segments();
     running_.store(false, std::memory_order_release);
     detail::state().active.store(nullptr, std::memory_order_release);
   }
-  if (!write) return output_;
-  return deliver(*data_);
+  if (!written) return output_;
+  return deliver(*written);
 }
 inline void session::cancel() {
   refuse_in_fork_child("cancel");
@@ -606,7 +610,7 @@ inline void session::clear() {
 
 inline void session::step() {
   refuse_in_fork_child("step");
-  std::shared_ptr<trace_data> cycle;
+  std::shared_ptr<detail::collected> cycle;
   {
     std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
     detail::process_state& st = detail::state();
@@ -623,10 +627,10 @@ inline void session::step() {
       detail::device_times device;
       if (device_ != nullptr) device = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
       const clock_point end = sample_clock();
-      cycle = collect(segments_, cut_point_, end, device_ != nullptr ? &device : nullptr, true);
-      cycle->collection = cycle_note(false);
-      finish_data(*cycle, end.steady);
-      recycle_segments();
+      cycle = collect(cut_point_, end, device_ != nullptr ? &device : nullptr, true);
+      take_segments(*cycle);
+      cycle->header.collection = cycle_note(false);
+      finish_collection(*cycle, end.steady);
       cut_point_ = end;
       ++cycle_;
     } else if (resumes) {
@@ -643,7 +647,7 @@ inline void session::step() {
     if (action_ == step_action::warmup) detail::pool().top_up();
   }
   if (cycle) {
-    data_ = cycle;
+    keep_collected(cycle);
     deliver(*cycle);
   }
 }
@@ -692,14 +696,16 @@ inline std::filesystem::path session::dump(const std::string& reason) {
   // Decoding and writing happen outside the control lock: the drainer goes
   // on draining (it trims nothing while dump_mutex_ is held).
   // Ranges still open are drawn up to `end`, past every record read.
-  std::shared_ptr<trace_data> d = collect(taken, from, end, device_ != nullptr ? &device : nullptr, false);
-  d->end_ns = cut.steady;
-  d->collection = {{"mode", cfg_.flight.enabled ? "flight_recorder" : "session"},
-                   {"dump", ++dumps_},
-                   {"reason", reason},
-                   {"counts", "since the session started"}};
-  finish_data(*d, cut.steady);
-  return deliver(*d);
+  std::shared_ptr<detail::collected> c = collect(from, end, device_ != nullptr ? &device : nullptr, false);
+  c->segments.assign(taken.begin(), taken.end());
+  c->storage = std::move(live);  // the copies' records stay where the segments point
+  c->header.end_ns = cut.steady;
+  c->header.collection = {{"mode", cfg_.flight.enabled ? "flight_recorder" : "session"},
+                          {"dump", ++dumps_},
+                          {"reason", reason},
+                          {"counts", "since the session started"}};
+  finish_collection(*c, cut.steady);
+  return deliver(*c);
 }
 
 inline std::filesystem::path dump(const std::string& reason) {
@@ -709,22 +715,23 @@ inline std::filesystem::path dump(const std::string& reason) {
 }
 
 inline std::filesystem::path session::write_to(const std::string& parent) {
-  output_ = write_data(*data_, parent);
+  std::shared_ptr<detail::collected> c;
+  {
+    std::lock_guard<std::mutex> lock(data_mutex_);
+    c = collected_;
+  }
+  output_ = write_data(*c, parent);
   return output_;
 }
 
-inline std::filesystem::path session::write_data(const trace_data& d, const std::string& parent) {
+inline std::filesystem::path session::write_data(const detail::collected& c, const std::string& parent) {
+  const trace_data& d = c.header;
   std::string worker = cfg_.worker_name.empty() ? d.hostname : cfg_.worker_name;
   if (cfg_.worker_name.empty() && cfg_.rank >= 0) worker += "_rank" + std::to_string(cfg_.rank);
   // Named for when it is written, not for when the data begins.
   detail::output_directory dir = detail::make_output_dir(parent, worker, d.pid, wall_ns());
   try {
-    detail::write_trace_view(d, dir);
-    detail::write_file(dir, "profiler_metadata.json",
-                       detail::render_metadata(d, trace_id_, user_metadata_)
-                           .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
-                       "\n");
-    detail::write_file(dir, "range_summary.csv", detail::render_summary(d));
+    detail::write_trace_files(c, dir, trace_id_, user_metadata_);
   } catch (...) {
     // No half-written output directory is left for a viewer to trip over.
     dir.discard();
@@ -734,8 +741,8 @@ inline std::filesystem::path session::write_data(const trace_data& d, const std:
 }
 
 // Writes under the configured output_dir and tells on_trace_ready.
-inline std::filesystem::path session::deliver(const trace_data& d) {
-  const std::filesystem::path dir = write_data(d, cfg_.output_dir);
+inline std::filesystem::path session::deliver(const detail::collected& c) {
+  const std::filesystem::path dir = write_data(c, cfg_.output_dir);
   output_ = dir;
   if (cfg_.on_trace_ready) cfg_.on_trace_ready(dir);
   return dir;
@@ -858,71 +865,100 @@ inline void session::reset_counts() {
   detail::markers().stats.dropped_range_ends.exchange(0);
 }
 
-// Decodes `from_segments` into trace_data. `take_counts` resets the drop
+// What a trace says about itself, and the counts of what was lost, taken
+// now; the records are added by the caller. `take_counts` resets the drop
 // counts (the data ends a session or a cycle); a dump only reads them.
-inline std::shared_ptr<trace_data> session::collect(const segments& from_segments, clock_point from,
-                                                    clock_point end, const detail::device_times* device,
-                                                    bool take_counts) {
+inline std::shared_ptr<detail::collected> session::collect(clock_point from, clock_point end,
+                                                          const detail::device_times* device, bool take_counts) {
   detail::process_state& st = detail::state();
-  auto d = std::make_shared<trace_data>();
-  d->clock = clock_calibration(st.origin, end);
-  d->start_ns = from.steady;
-  d->end_ns = end.steady;
-  d->wall_start_ns = wall_start_ + (from.steady - start_point_.steady);
-  d->pid = static_cast<std::uint32_t>(::getpid());
-  d->process_name = detail::process_name();
-  d->hostname = detail::host_name();
-  d->config = cfg_.to_json();
-  d->domains = st.domains.names();
-  for (auto& [tid, name] : st.threads.names()) d->thread_names[tid] = std::move(name);
-  for (auto& [stream, name] : st.streams.all()) d->stream_names[reinterpret_cast<std::uintptr_t>(stream)] = name;
-
-  std::size_t words = 0;
-  for (const detail::segment& s : from_segments) words += static_cast<std::size_t>(s.to - s.from);
-  detail::reserve_huge(d->events, words / 2);  // no record is smaller than 2 words: never grows
+  auto c = std::make_shared<detail::collected>();
+  trace_data& d = c->header;
+  d.clock = clock_calibration(st.origin, end);
+  d.start_ns = from.steady;
+  d.end_ns = end.steady;
+  d.wall_start_ns = wall_start_ + (from.steady - start_point_.steady);
+  d.pid = static_cast<std::uint32_t>(::getpid());
+  d.process_name = detail::process_name();
+  d.hostname = detail::host_name();
+  d.config = cfg_.to_json();
+  d.domains = st.domains.names();
+  for (auto& [tid, name] : st.threads.names()) d.thread_names[tid] = std::move(name);
+  for (auto& [stream, name] : st.streams.all()) d.stream_names[reinterpret_cast<std::uintptr_t>(stream)] = name;
   if (device_ != nullptr) {
-    d->backend = device_->describe();
-    if (backend_note_.contains("mstx_forward")) d->backend["mstx_forward"] = backend_note_["mstx_forward"];
-    d->device_id = device_->device();
-    d->device_simulated = device_->simulated();
+    d.backend = device_->describe();
+    if (backend_note_.contains("mstx_forward")) d.backend["mstx_forward"] = backend_note_["mstx_forward"];
+    d.device_id = device_->device();
+    d.device_simulated = device_->simulated();
   } else {
-    d->backend = backend_note_;
+    d.backend = backend_note_;
+  }
+  if (device != nullptr) {
+    c->device = *device;
+    c->has_device = true;
   }
   // Records stamped before stale_before_ belong to no trace. Every other
-  // record taken here belongs to this data, even one stamped just before
-  // `from` and published after the previous cycle was cut.
-  auto count = [&](std::atomic<std::uint64_t>& c) { return take_counts ? c.exchange(0) : c.load(); };
-  d->counts.dropped_range_ends = count(detail::markers().stats.dropped_range_ends);
-  detail::decoder dec(*d, stale_before_, device);
-  dec.begins_may_be_gone(cfg_.flight.enabled);
-  for (const detail::segment& s : from_segments) dec.add(s);
-  dec.finish(end.ticks, d->counts.dropped_range_ends != 0);
-
+  // record taken belongs to this data, even one stamped just before `from`
+  // and published after the previous cycle was cut.
+  c->stale_before = stale_before_;
+  c->end_ticks = end.ticks;
+  c->begins_may_be_gone = cfg_.flight.enabled;
+  auto count = [&](std::atomic<std::uint64_t>& n) { return take_counts ? n.exchange(0) : n.load(); };
+  d.counts.dropped_range_ends = count(detail::markers().stats.dropped_range_ends);
   for (auto& [tid, n] : take_counts ? st.threads.take_drops() : st.threads.peek_drops_by_thread()) {
-    d->counts.dropped_by_thread[tid] += n;
+    d.counts.dropped_by_thread[tid] += n;
   }
-  for (auto& [tid, n] : d->counts.dropped_by_thread) d->counts.dropped += n;
-  d->counts.dropped += count(detail::markers().stats.unregistered_drops);
-  d->counts.truncated_messages = count(detail::markers().stats.truncated_messages);
-  d->counts.null_messages = count(detail::markers().stats.null_messages);
-  d->counts.rejected_domain_names = detail::markers().stats.rejected_domain_names.load();
-  d->counts.domains_over_limit = st.domains.over_limit_count();
-  d->counts.open_scoped_ranges = st.threads.open_scoped();
-  d->counts.destroyed_domain_calls = count(detail::markers().stats.destroyed_domain_calls);
-  return d;
+  for (auto& [tid, n] : d.counts.dropped_by_thread) d.counts.dropped += n;
+  d.counts.dropped += count(detail::markers().stats.unregistered_drops);
+  d.counts.truncated_messages = count(detail::markers().stats.truncated_messages);
+  d.counts.null_messages = count(detail::markers().stats.null_messages);
+  d.counts.rejected_domain_names = detail::markers().stats.rejected_domain_names.load();
+  d.counts.domains_over_limit = st.domains.over_limit_count();
+  d.counts.open_scoped_ranges = st.threads.open_scoped();
+  d.counts.destroyed_domain_calls = count(detail::markers().stats.destroyed_domain_calls);
+  return c;
+}
+
+// Moves the records of segments_ into `c`: chunks stay where they are, and
+// no longer count against the cap, so that the next session or cycle records
+// while these are written, and data() decodes them when asked.
+inline void session::take_segments(detail::collected& c) {
+  detail::chunk_pool& pool = detail::pool();
+  c.detached.reserve(segments_.size());
+  c.segments.reserve(segments_.size());
+  for (const detail::segment& s : segments_) {
+    if (s.owned) {
+      pool.detach(s.source);
+      c.keep(s);
+    } else {
+      c.copy(s);
+    }
+  }
+  segments_.clear();
+  copies_.clear();
+  held_bytes_ = 0;
+}
+
+// The last stop's or cycle's records, which data() decodes when asked.
+inline void session::keep_collected(std::shared_ptr<detail::collected> c) {
+  std::lock_guard<std::mutex> lock(data_mutex_);
+  collected_ = std::move(c);
+  data_.reset();
+}
+
+inline const trace_data& session::data() const {
+  std::lock_guard<std::mutex> lock(data_mutex_);
+  if (!data_) data_ = std::make_shared<trace_data>(detail::decode_all(*collected_));
+  return *data_;
 }
 
 // What every written trace goes through: a flight recorder's window, then
-// the duration threshold.
-inline void session::finish_data(trace_data& d, std::int64_t end_ns) {
+// the duration threshold (applied while the records are decoded).
+inline void session::finish_collection(detail::collected& c, std::int64_t end_ns) {
+  trace_data& d = c.header;
   if (cfg_.flight.enabled) {
     const std::int64_t from = std::max(d.start_ns, end_ns - static_cast<std::int64_t>(cfg_.flight.window_s * 1e9));
-    d.counts.outside_window = detail::keep_window(d, from);
-    for (trace_event& e : d.events) {
-      if (!e.began_before_window || e.ts >= from) continue;
-      e.dur -= from - e.ts;  // drawn from the start of the window
-      e.ts = from;
-    }
+    c.window = true;
+    c.window_from_ns = from;
     d.wall_start_ns += from - d.start_ns;  // the trace starts with its window
     d.start_ns = from;
     d.counts.evicted_bytes = evicted_bytes_;
@@ -939,7 +975,7 @@ inline void session::finish_data(trace_data& d, std::int64_t end_ns) {
                                  {"interval_ms", cfg_.host_sys_interval_ms},
                                  {"unavailable", host_sys_unavailable_}};
   }
-  d.counts.short_ranges = detail::keep_long_ranges(d, static_cast<std::int64_t>(cfg_.min_duration_us) * 1000);
+  c.min_duration_ns = static_cast<std::int64_t>(cfg_.min_duration_us) * 1000;
 }
 
 NPUPROF_ABI_END

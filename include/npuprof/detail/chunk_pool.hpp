@@ -158,6 +158,23 @@ class chunk_pool final : public chunk_source {
     recycle_locked(c);
   }
 
+  /// Lets a stopped session keep a chunk's records: the chunk no longer
+  /// counts against the cap (a new session may take its place) and comes
+  /// back through release_detached() when they are no longer needed.
+  void detach(chunk* c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --count_by_size_[c->bytes];
+    --allocated_;
+  }
+
+  /// Gives a detached chunk's pages back to the system.
+  void release_detached(chunk* c) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const std::size_t bytes = c->bytes;
+    c->~chunk();
+    arena_.give_back(c, bytes, true);
+  }
+
  private:
   // A slot of address space for one chunk of the configured size; none at
   // the cap.

@@ -1,5 +1,11 @@
 // Turns the raw records of buffer segments into trace_data: validates each
 // record, resolves strings, and pairs range begins with their ends by id.
+//
+// Two passes. The first reads every segment for the ranges begun with an id
+// (their ends may be on any thread, in any order); the second decodes, one
+// thread at a time if the caller wishes, and gives each range its end as it
+// meets its begin. What the first pass keeps grows with the ranges that have
+// ids, not with the trace.
 #pragma once
 
 #include "abi.hpp"
@@ -10,6 +16,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "../trace_data.hpp"
@@ -38,100 +46,124 @@ class decoder {
  public:
   decoder(trace_data& out, std::uint64_t start_ticks, const device_times* device = nullptr)
       : out_(out), start_ticks_(start_ticks), device_(device) {
-    out_.strings.emplace_back();  // index 0: ""
+    if (out_.strings.empty()) out_.strings.emplace_back();  // index 0: ""
     string_index_.emplace("", 0);
   }
 
+  /// First pass, over every segment before any add(): where each range with
+  /// an id ends (the first end in time wins: ends of one range may come from
+  /// several threads, and buffers are read thread by thread), and which
+  /// ranges began.
+  /// `also(p)` is called on each record, for a caller that wants to look
+  /// at them in the same pass.
+  template <class Also>
+  void index(const segment& s, Also&& also) {
+    for_each_record(s, [&](const std::uint64_t* p) {
+      also(p);
+      const kind k = tag_kind(p[1]);
+      if (k == kind::begin_ref || k == kind::begin_copy) {
+        ++ranges_[p[2]].begins;
+        threads_with_ids_.insert(s.tid);
+      } else if (k == kind::end) {
+        range_ends& r = ranges_[p[2]];
+        if (r.ends++ != 0) {
+          ++out_.counts.repeated_range_ends;
+          if (r.ticks <= p[0]) return;
+        }
+        const std::uint64_t tag = p[1];
+        r.ticks = p[0];
+        r.tid = s.tid;
+        r.stream = tag_has_stream(tag) ? p[fixed_words(k)] : 0;
+        r.device_seq = tag_has_device(tag) ? p[fixed_words(k) + 1] : no_device_event;
+      }
+    });
+  }
+  void index(const segment& s) {
+    index(s, [](const std::uint64_t*) {});
+  }
+
+  /// Between the passes. Ranges left without an end are drawn up to
+  /// `end_ticks`; unless ends were dropped (`ends_dropped`): then a range
+  /// without an end may have lost it, and is not drawn as if it lasted. A
+  /// flight recorder lets old records go (`begins_may_be_gone`): an end
+  /// whose begin is gone began before the window.
+  void prepare(std::uint64_t end_ticks, bool ends_dropped, bool begins_may_be_gone) {
+    end_ticks_ = end_ticks;
+    ends_dropped_ = ends_dropped;
+    begins_may_be_gone_ = begins_may_be_gone;
+    for (auto& [id, r] : ranges_) {
+      if (r.ends == 0 || r.begins != 0) continue;
+      orphans_[r.tid].push_back(id);
+      threads_with_ids_.insert(r.tid);
+    }
+  }
+
+  /// Whether thread `tid` has ranges begun with an id, or ended such a range
+  /// whose begin is not in the data: its slices may not nest, and are best
+  /// looked at together.
+  bool has_ranges_with_ids(std::uint32_t tid) const { return threads_with_ids_.count(tid) != 0; }
+
+  /// Second pass: decodes the records of `s` into the events of the data.
   void add(const segment& s) {
+    count(s);
+    if (!for_each_record(s, [&](const std::uint64_t* p) { decode_one(p, s.tid); })) ++out_.counts.corrupt_records;
+  }
+
+  /// Second pass, record by record, for a caller that decides their order:
+  /// count(s) once for each segment, then add_record() for its records, as
+  /// for_each_record() gives them.
+  void count(const segment& s) {
     out_.counts.buffer_bytes += static_cast<std::uint64_t>(s.to - s.from) * sizeof(std::uint64_t);
+  }
+  void add_record(const std::uint64_t* p, std::uint32_t tid) { decode_one(p, tid); }
+  void corrupt_segment() { ++out_.counts.corrupt_records; }
+
+  /// Calls `f` on each record of `s` stamped since the start; false when a
+  /// record was not valid (the rest of the segment is left out).
+  template <class F>
+  bool for_each_record(const segment& s, F&& f) const {
     const std::uint64_t* p = s.from;
     while (p < s.to) {
       const std::size_t n = record_words(p, s.to);
-      if (n == 0) {
-        ++out_.counts.corrupt_records;
-        return;
-      }
-      if (p[0] >= start_ticks_) decode_one(p, s.tid);  // older records belong to no session
+      if (n == 0) return false;
+      if (p[0] >= start_ticks_) f(p);  // older records belong to no session
       p += n;
     }
+    return true;
   }
 
-  /// A flight recorder lets old records go: an end whose begin is gone
-  /// began before the window, and is drawn from the start of the data.
-  void begins_may_be_gone(bool gone) noexcept { begins_may_be_gone_ = gone; }
+  /// Where the event of record `p` goes in start order: its start, then
+  /// minus its duration (longer first on ties). In counter ticks, which
+  /// order events as their nanoseconds do.
+  static std::pair<std::uint64_t, std::int64_t> order_key(const std::uint64_t* p) noexcept {
+    if (tag_kind(p[1]) != kind::complete) return {p[0], 0};
+    return {p[0], -static_cast<std::int64_t>(p[2] - p[0])};
+  }
 
-  /// Pairs ends with begins; ranges left open end at `end_ticks`. When ends
-  /// were dropped (`ends_dropped`), a range without an end may have lost it:
-  /// it is not drawn as if it lasted to the end.
-  void finish(std::uint64_t end_ticks, bool ends_dropped = false) {
-    // The first end in time of each id wins: ends of one range may come from
-    // several threads, and buffers are read thread by thread.
-    for (std::size_t i = 0; i < ends_.size(); ++i) {
-      const pending_end& e = ends_[i];
-      auto it = open_.find(e.id);
-      if (it == open_.end()) {
-        orphan_end(e);
-        continue;
-      }
-      std::size_t& first = it->second.end;
-      if (first != no_end) {
-        ++out_.counts.repeated_range_ends;
-        if (ends_[first].ticks <= e.ticks) continue;
-      }
-      first = i;
-    }
-    for (std::size_t i = 0; i < ends_.size(); ++i) {
-      const pending_end& e = ends_[i];
-      auto it = open_.find(e.id);
-      if (it == open_.end() || it->second.end != i) continue;
-      trace_event& ev = out_.events[it->second.event];
-      ev.dur = out_.clock.to_ns(e.ticks) - ev.ts;
-      if (ev.dur < 0) ev.dur = 0;
-      ev.end_tid = e.tid;
-      auto dev = open_device_.find(e.id);
-      if (dev != open_device_.end()) {
-        add_device_slice(it->second.event, dev->second.stream, dev->second.seq, e.stream, e.device_seq);
-      }
-    }
-    for (auto& [id, range] : open_) {
-      if (range.end != no_end) continue;
-      trace_event& ev = out_.events[range.event];
-      ev.incomplete = true;
-      if (ends_dropped) {
-        ev.dur = 0;  // its end may be among the dropped: how long it lasted is unknown
-        ++out_.counts.ranges_without_end;
-      } else {
-        ev.dur = out_.clock.to_ns(end_ticks) - ev.ts;
-        if (ev.dur < 0) ev.dur = 0;
-        ++out_.counts.open_ranges;
-      }
-    }
-    open_.clear();
-    open_device_.clear();
-    ends_.clear();
+  /// The ends thread `tid` recorded whose begins are not in the data: a
+  /// caller's unknown id, or, in a flight recorder, a range that began
+  /// before what was kept (drawn from the start of the data).
+  void add_orphans(std::uint32_t tid) {
+    auto it = orphans_.find(tid);
+    if (it == orphans_.end()) return;
+    for (std::uint64_t id : it->second) orphan_end(id, ranges_[id]);
+    orphans_.erase(it);
   }
 
  private:
-  struct pending_end {
-    std::uint64_t id;
-    std::uint64_t ticks;
-    std::uint32_t tid;
-    std::uint64_t stream;
-    std::uint64_t device_seq;
+  struct range_ends {
+    std::uint64_t ticks = 0;  // of the first end in time
+    std::uint64_t stream = 0;
+    std::uint64_t device_seq = no_device_event;
+    std::uint32_t tid = 0;
+    std::uint32_t ends = 0;
+    std::uint32_t begins = 0;
+    bool used = false;  // given to a begin
   };
 
-  static constexpr std::size_t no_end = ~std::size_t{0};
 
-  /// A begun range: its event, and the index of its first end in ends_.
-  struct open_range {
-    std::size_t event;
-    std::size_t end = no_end;
-  };
-
-  /// An end whose begin is not in the data: a caller's unknown id, or, in a
-  /// flight recorder, a range that began before what was kept.
-  void orphan_end(const pending_end& e) {
-    const bool issued_id = (e.id >> 40) != 0;  // range ids carry their thread buffer's number up there
+  void orphan_end(std::uint64_t id, const range_ends& r) {
+    const bool issued_id = (id >> 40) != 0;  // range ids carry their thread buffer's number up there
     if (!begins_may_be_gone_ || !issued_id) {
       ++out_.counts.unmatched_range_ends;
       return;
@@ -142,15 +174,10 @@ class decoder {
     ev.began_before_window = true;
     ev.id_matched = true;
     ev.name = intern("(began before the window)");
-    ev.tid = ev.end_tid = e.tid;
-    ev.ts = std::min(out_.start_ns, out_.clock.to_ns(e.ticks));
-    ev.dur = out_.clock.to_ns(e.ticks) - ev.ts;
+    ev.tid = ev.end_tid = r.tid;
+    ev.ts = std::min(out_.start_ns, out_.clock.to_ns(r.ticks));
+    ev.dur = out_.clock.to_ns(r.ticks) - ev.ts;
   }
-
-  struct device_ref {
-    std::uint64_t stream;
-    std::uint64_t seq;
-  };
 
   /// The device time of event `seq` on `stream`; counts events that were
   /// recorded but never resolved.
@@ -195,10 +222,17 @@ class decoder {
   }
 
   std::uint32_t registered(std::uint64_t id) {
+    if (id == last_registered_id_ && last_registered_index_ != 0) return last_registered_index_;
     auto it = registered_index_.find(id);
-    if (it != registered_index_.end()) return it->second;
-    const std::uint32_t index = intern(state().strings.lookup(id));
-    registered_index_.emplace(id, index);
+    std::uint32_t index = 0;
+    if (it != registered_index_.end()) {
+      index = it->second;
+    } else {
+      index = intern(state().strings.lookup(id));
+      registered_index_.emplace(id, index);
+    }
+    last_registered_id_ = id;
+    last_registered_index_ = index;
     return index;
   }
 
@@ -214,6 +248,27 @@ class decoder {
     e.ts = out_.clock.to_ns(p[0]);
     if (tag_has_stream(p[1])) e.stream = p[fixed_words(tag_kind(p[1]))];
     return e;
+  }
+
+  // A range begun with an id: its end, found by the first pass, or none.
+  void end_range(trace_event& e, std::uint64_t id, bool device, std::uint64_t stream, std::uint64_t seq) {
+    auto it = ranges_.find(id);
+    if (it != ranges_.end() && it->second.ends != 0 && !it->second.used) {
+      range_ends& r = it->second;
+      r.used = true;
+      e.dur = std::max<std::int64_t>(0, out_.clock.to_ns(r.ticks) - e.ts);
+      e.end_tid = r.tid;
+      if (device) add_device_slice(out_.events.size() - 1, stream, seq, r.stream, r.device_seq);
+      return;
+    }
+    e.incomplete = true;
+    if (ends_dropped_) {
+      e.dur = 0;  // its end may be among the dropped: how long it lasted is unknown
+      ++out_.counts.ranges_without_end;
+    } else {
+      e.dur = std::max<std::int64_t>(0, out_.clock.to_ns(end_ticks_) - e.ts);
+      ++out_.counts.open_ranges;
+    }
   }
 
   void decode_one(const std::uint64_t* p, std::uint32_t tid) {
@@ -238,13 +293,11 @@ class decoder {
         trace_event& e = push(trace_event::type::slice, p, tid);
         e.name = k == kind::begin_ref ? registered(payload) : copied(bytes, payload);
         e.id_matched = true;
-        open_[p[2]] = {out_.events.size() - 1};
-        if (device) open_device_[p[2]] = {stream, p[fixed + 1]};
+        end_range(e, p[2], device, stream, device ? p[fixed + 1] : no_device_event);
         break;
       }
       case kind::end:
-        ends_.push_back({p[2], p[0], tid, stream, device ? p[fixed + 1] : no_device_event});
-        break;
+        break;  // met by the first pass
       case kind::mark_ref:
       case kind::mark_copy: {
         trace_event& e = push(trace_event::type::instant, p, tid);
@@ -272,13 +325,17 @@ class decoder {
 
   trace_data& out_;
   std::uint64_t start_ticks_;
+  std::uint64_t end_ticks_ = 0;
+  bool ends_dropped_ = false;
+  bool begins_may_be_gone_ = false;
   std::unordered_map<std::string, std::uint32_t> string_index_;
   std::unordered_map<std::uint64_t, std::uint32_t> registered_index_;
-  std::unordered_map<std::uint64_t, open_range> open_;
-  std::unordered_map<std::uint64_t, device_ref> open_device_;  // range id → device event of its begin
+  std::uint64_t last_registered_id_ = 0;
+  std::uint32_t last_registered_index_ = 0;
+  std::unordered_map<std::uint64_t, range_ends> ranges_;  // by range id
+  std::unordered_set<std::uint32_t> threads_with_ids_;
+  std::unordered_map<std::uint32_t, std::vector<std::uint64_t>> orphans_;  // by the thread that ended them
   const device_times* device_;
-  std::vector<pending_end> ends_;
-  bool begins_may_be_gone_ = false;
 };
 
 }  // namespace detail

@@ -16,8 +16,10 @@ namespace npuprof {
 NPUPROF_ABI_BEGIN
 namespace detail {
 
-inline nlohmann::json render_metadata(const trace_data& d, const std::string& trace_id,
-                                      const nlohmann::json& user = nlohmann::json::object()) {
+/// The metadata of `d`, whose events were written elsewhere: `events` and
+/// `device_events` of them.
+inline nlohmann::json render_metadata(const trace_data& d, std::size_t events, std::size_t device_events,
+                                      const std::string& trace_id, const nlohmann::json& user) {
   nlohmann::json by_thread = nlohmann::json::object();
   for (auto& [tid, n] : d.counts.dropped_by_thread) by_thread[std::to_string(tid)] = n;
   auto rank_of = [&](const char* key) { return d.config.value(key, -1); };
@@ -40,7 +42,7 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
           {{"ticks", d.clock.last().ticks}, {"steady_ns", d.clock.last().steady}}}},
         {"steady_start_ns", d.start_ns},
         {"wall_start_ns", d.wall_start_ns}}},
-      {"session", {{"start_ns", d.start_ns}, {"end_ns", d.end_ns}, {"events", d.events.size()}}},
+      {"session", {{"start_ns", d.start_ns}, {"end_ns", d.end_ns}, {"events", events}}},
       {"collection", d.collection},
       {"counts",
        {{"dropped_events", d.counts.dropped},
@@ -63,8 +65,13 @@ inline nlohmann::json render_metadata(const trace_data& d, const std::string& tr
         {"short_ranges", d.counts.short_ranges},
         {"outside_window", d.counts.outside_window},
         {"evicted_bytes", d.counts.evicted_bytes},
-        {"device_events", d.device_events.size()}}},
+        {"device_events", device_events}}},
   };
+}
+
+inline nlohmann::json render_metadata(const trace_data& d, const std::string& trace_id,
+                                      const nlohmann::json& user = nlohmann::json::object()) {
+  return render_metadata(d, d.events.size(), d.device_events.size(), trace_id, user);
 }
 
 }  // namespace detail

@@ -6,10 +6,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -34,71 +35,132 @@ inline std::string csv_cell(std::string_view text) {
   return out;
 }
 
-/// The duration at percentile `p` (nearest rank) of `v`, which is
-/// partitioned around it on return. Ranks asked for in increasing order only
-/// look above the previous one: `from` is where the previous rank was.
-inline std::int64_t percentile(std::vector<std::int64_t>& v, double p, std::size_t& from) {
-  if (v.empty()) return 0;
-  const auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(v.size()) + 0.999999);
-  const std::size_t at = std::min(v.size(), std::max<std::size_t>(rank, 1)) - 1;
-  std::nth_element(v.begin() + static_cast<std::ptrdiff_t>(std::min(from, at)), v.begin() + static_cast<std::ptrdiff_t>(at),
-                   v.end());
-  from = at;
-  return v[at];
-}
+/// The durations of one group of slices, kept compactly: most are shorter
+/// than 4.3 s and take four bytes; the longer ones, all above those, take
+/// eight. Stored in blocks, so that growing never copies them.
+class durations {
+ public:
+  void add(std::int64_t ns) {
+    if (ns >= 0 && ns <= static_cast<std::int64_t>(std::numeric_limits<std::uint32_t>::max())) {
+      short_.push_back(static_cast<std::uint32_t>(ns));
+    } else {
+      long_.push_back(ns < 0 ? 0 : ns);
+    }
+  }
+  std::size_t size() const noexcept { return short_.size() + long_.size(); }
+  std::int64_t total() const {
+    std::int64_t t = 0;
+    for (std::uint32_t v : short_) t += v;
+    for (std::int64_t v : long_) t += v;
+    return t;
+  }
+  std::int64_t min() const {
+    if (!short_.empty()) return *std::min_element(short_.begin(), short_.end());
+    return long_.empty() ? 0 : *std::min_element(long_.begin(), long_.end());
+  }
+  std::int64_t max() const {
+    if (!long_.empty()) return *std::max_element(long_.begin(), long_.end());
+    return short_.empty() ? 0 : *std::max_element(short_.begin(), short_.end());
+  }
+  /// The duration at percentile `p` (nearest rank). Ranks are asked for in
+  /// increasing order: each only looks above the previous one.
+  std::int64_t percentile(double p) {
+    if (size() == 0) return 0;
+    const auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(size()) + 0.999999);
+    const std::size_t at = std::min(size(), std::max<std::size_t>(rank, 1)) - 1;
+    if (at < short_.size()) return select(short_, at, short_from_);
+    return select(long_, at - short_.size(), long_from_);
+  }
 
-inline std::string render_summary(const trace_data& d) {
+ private:
+  template <class C>
+  static std::int64_t select(C& v, std::size_t at, std::size_t& from) {
+    std::nth_element(v.begin() + static_cast<std::ptrdiff_t>(std::min(from, at)),
+                     v.begin() + static_cast<std::ptrdiff_t>(at), v.end());
+    from = at;
+    return static_cast<std::int64_t>(v[at]);
+  }
+
+  std::deque<std::uint32_t> short_;
+  std::deque<std::int64_t> long_;
+  std::size_t short_from_ = 0, long_from_ = 0;
+};
+
+/// Gathers the durations of slices, window by window, for range_summary.csv.
+class summary_builder {
+ public:
+  /// The host slices of `events` and the device slices pointing into them.
+  void add(const std::vector<trace_event>& events, const std::vector<device_event>& device) {
+    for (const trace_event& e : events) {
+      if (e.what != trace_event::type::slice || e.incomplete || e.began_before_window) continue;
+      group(key_of(host_side, e.domain, e.name)).add(e.dur);
+    }
+    for (const device_event& e : device) {
+      if (e.instant || e.host >= events.size()) continue;
+      const trace_event& host = events[e.host];
+      group(key_of(device_side, host.domain, host.name)).add(e.dur);
+    }
+  }
+
+  /// The CSV, sorted by total time; `d` holds the strings and domains.
+  std::string render(const trace_data& d) {
+    struct row {
+      std::string line;
+      std::int64_t total;
+    };
+    std::vector<row> rows;
+    auto us = [](std::int64_t ns) { return fmt::format("{:.3f}", static_cast<double>(ns) / 1000.0); };
+    for (auto& [key, durs] : groups_) {
+      const std::int64_t total = durs.total();
+      const std::int64_t shortest = durs.min(), longest = durs.max();
+      const std::int64_t p50 = durs.percentile(50);
+      const std::int64_t p90 = durs.percentile(90);
+      const std::int64_t p99 = durs.percentile(99);
+      const auto side = static_cast<int>(key >> 48);
+      const auto domain = static_cast<std::uint16_t>(key >> 32);
+      const auto name = static_cast<std::uint32_t>(key);
+      const char* where = side == device_side ? "device" : "host";
+      const std::string_view domain_name =
+          domain < d.domains.size() ? std::string_view(d.domains[domain]) : std::string_view("?");
+      const std::string_view name_text = name < d.strings.size() ? std::string_view(d.strings[name]) : "";
+      rows.push_back({fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", csv_cell(domain_name), csv_cell(name_text),
+                                  where, durs.size(), us(total), us(total / static_cast<std::int64_t>(durs.size())),
+                                  us(shortest), us(longest), us(p50), us(p90), us(p99)),
+                      total});
+    }
+    std::stable_sort(rows.begin(), rows.end(), [](const row& a, const row& b) { return a.total > b.total; });
+    std::string out = "domain,name,where,count,total_us,mean_us,min_us,max_us,p50_us,p90_us,p99_us\n";
+    for (const row& r : rows) out += r.line;
+    return out;
+  }
+
+ private:
   // (where: device 0, host 1; domain; name) -> durations in ns. Numbers, not
   // strings, as keys: this runs once per slice, and consecutive slices
   // mostly share a name, so the last group found is tried first.
-  constexpr int device_side = 0, host_side = 1;
-  using group_key = std::tuple<int, std::uint16_t, std::uint32_t>;
-  std::map<group_key, std::vector<std::int64_t>> groups;
-  group_key last_key{-1, 0, 0};
-  std::vector<std::int64_t>* last = nullptr;
-  auto add = [&](const group_key& key, std::int64_t dur) {
-    if (last == nullptr || key != last_key) {
-      last = &groups[key];
-      last_key = key;
+  static constexpr int device_side = 0, host_side = 1;
+
+  static std::uint64_t key_of(int side, std::uint16_t domain, std::uint32_t name) noexcept {
+    return std::uint64_t(side) << 48 | std::uint64_t{domain} << 32 | name;
+  }
+
+  durations& group(std::uint64_t key) {
+    if (last_ == nullptr || key != last_key_) {
+      last_ = &groups_[key];
+      last_key_ = key;
     }
-    last->push_back(dur);
-  };
-  for (const trace_event& e : d.events) {
-    if (e.what == trace_event::type::slice && !e.incomplete && !e.began_before_window) add({host_side, e.domain, e.name}, e.dur);
+    return *last_;
   }
-  for (const device_event& e : d.device_events) {
-    if (e.instant) continue;
-    const trace_event& host = d.events[e.host];
-    add({device_side, host.domain, host.name}, e.dur);
-  }
-  struct row {
-    std::string line;
-    std::int64_t total;
-  };
-  std::vector<row> rows;
-  auto us = [](std::int64_t ns) { return fmt::format("{:.3f}", static_cast<double>(ns) / 1000.0); };
-  for (auto& [key, durs] : groups) {
-    std::int64_t total = 0;
-    for (std::int64_t v : durs) total += v;
-    const auto [lo, hi] = std::minmax_element(durs.begin(), durs.end());
-    const std::int64_t shortest = *lo, longest = *hi;
-    std::size_t from = 0;
-    const std::int64_t p50 = percentile(durs, 50, from);
-    const std::int64_t p90 = percentile(durs, 90, from);
-    const std::int64_t p99 = percentile(durs, 99, from);
-    const auto& [side, domain, name] = key;
-    const char* where = side == device_side ? "device" : "host";
-    const std::string_view domain_name =
-        domain < d.domains.size() ? std::string_view(d.domains[domain]) : std::string_view("?");
-    rows.push_back({fmt::format("{},{},{},{},{},{},{},{},{},{},{}\n", csv_cell(domain_name), csv_cell(d.strings[name]),
-                                where, durs.size(), us(total), us(total / static_cast<std::int64_t>(durs.size())),
-                                us(shortest), us(longest), us(p50), us(p90), us(p99)),
-                    total});
-  }
-  std::stable_sort(rows.begin(), rows.end(), [](const row& a, const row& b) { return a.total > b.total; });
-  std::string out = "domain,name,where,count,total_us,mean_us,min_us,max_us,p50_us,p90_us,p99_us\n";
-  for (const row& r : rows) out += r.line;
-  return out;
+
+  std::map<std::uint64_t, durations> groups_;
+  std::uint64_t last_key_ = 0;
+  durations* last_ = nullptr;
+};
+
+inline std::string render_summary(const trace_data& d) {
+  summary_builder b;
+  b.add(d.events, d.device_events);
+  return b.render(d);
 }
 
 }  // namespace detail

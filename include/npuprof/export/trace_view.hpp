@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -25,7 +26,6 @@
 #include <fmt/format.h>
 
 #include "../trace_data.hpp"
-#include "../detail/huge_pages.hpp"
 #include "file.hpp"
 #include "json_escape.hpp"
 
@@ -128,6 +128,34 @@ class raw_writer {
   }
   void integer(std::uint64_t v) noexcept { put_digits(fmt::format_int(v)); }
   /// Nanoseconds as microseconds with three decimals (negative: 0).
+  /// Timestamps of one trace share their leading digits: those are kept
+  /// from the last call (`high`), and only the last nine digits are made.
+  void microseconds(std::int64_t ns, std::uint64_t& high_key, std::string& high) noexcept {
+    if (ns < 0) ns = 0;
+    const auto v = static_cast<std::uint64_t>(ns);
+    const std::uint64_t top = v / 1'000'000'000;  // above the last nine digits
+    std::uint64_t low = v % 1'000'000'000;        // us (6 digits) and ns (3)
+    if (top == 0) {
+      microseconds(ns);
+      return;
+    }
+    if (top != high_key || high.empty()) {
+      const fmt::format_int d(top);
+      high.assign(d.data(), d.size());
+      high_key = top;
+    }
+    put(high);
+    // Digit pairs from a table, computed side by side rather than in one
+    // chain of divisions.
+    const auto us = static_cast<unsigned>(low / 1000), frac = static_cast<unsigned>(low % 1000);
+    std::memcpy(p_, pair(us / 10000), 2);
+    std::memcpy(p_ + 2, pair(us / 100 % 100), 2);
+    std::memcpy(p_ + 4, pair(us % 100), 2);
+    p_[6] = '.';
+    p_[7] = static_cast<char>('0' + frac / 100);
+    std::memcpy(p_ + 8, pair(frac % 100), 2);
+    p_ += 10;
+  }
   void microseconds(std::int64_t ns) noexcept {
     if (ns < 0) ns = 0;
     put_digits(fmt::format_int(ns / 1000));
@@ -137,6 +165,18 @@ class raw_writer {
     p_[2] = static_cast<char>('0' + frac / 10 % 10);
     p_[3] = static_cast<char>('0' + frac % 10);
     p_ += 4;
+  }
+  /// `v` as "0x..." in lower-case hexadecimal.
+  void hex(std::uint64_t v) noexcept {
+    char digits[16];
+    int n = 0;
+    do {
+      digits[n++] = "0123456789abcdef"[v & 15];
+      v >>= 4;
+    } while (v != 0);
+    *p_++ = '0';
+    *p_++ = 'x';
+    while (n > 0) *p_++ = digits[--n];
   }
   /// A slice's duration, as append_duration() writes it.
   void duration(std::int64_t ts_ns, std::int64_t dur_ns) noexcept {
@@ -149,51 +189,114 @@ class raw_writer {
  private:
   void put_digits(const fmt::format_int& d) noexcept { put(std::string_view(d.data(), d.size())); }
 
+  /// The two digits of `n` < 100.
+  static const char* pair(unsigned n) noexcept {
+    static constexpr char digits[] =
+        "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+        "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+        "8081828384858687888990919293949596979899";
+    return digits + 2 * n;
+  }
+
   fmt::memory_buffer& out_;
   char* p_;
 };
 
+/// Writes trace_view.json as events come, thread by thread: what stays on a
+/// thread's track is written at once, and only what moves to another track
+/// (cross-thread ranges, device events) is kept until finish(). Metadata
+/// (track names and order) comes last, when every track is known.
 class trace_view_writer {
  public:
-  explicit trace_view_writer(const trace_data& data) : data_(data) {
-    reserve_huge(track_, data.events.size());
-    track_.resize(data.events.size());
+  using sink_type = std::function<void(std::string_view)>;
+
+  /// `data` says what the document says about the process and holds the
+  /// strings the events name (it may grow between add() calls).
+  trace_view_writer(const trace_data& data, sink_type sink, std::size_t chunk = 1 << 20)
+      : data_(data), sink_(std::move(sink)), chunk_(chunk) {
+    out_.push_back('[');
+    write_meta_event(out_, "process_name", 0, false, "name", data_.process_name, 0);
+    write_meta_event(out_, "process_sort_index", 0, false, "sort_index", "", 0);
   }
 
-  /// Writes the document in pieces of about `chunk` bytes to `sink`.
-  template <class Sink>
-  void write(Sink&& sink, std::size_t chunk = 1 << 20) {
-    assign_tracks();
-    assign_device_tracks();
-    fmt::memory_buffer out;
-    out.push_back('[');
-    write_metadata(out);
-    write_device_metadata(out);
-    auto flush = [&] {
-      if (out.size() >= chunk) {
-        sink(std::string_view(out.data(), out.size()));
-        out.clear();
+  /// Events of thread `tid` (and the device events that point into them).
+  /// `whole`: all of the thread's events, which are sorted and checked for
+  /// strict nesting; else a window of a thread whose slices nest by
+  /// construction, in start order (longer first on ties) from window to
+  /// window.
+  void add(const std::vector<trace_event>& events, const std::vector<device_event>& device, std::uint32_t tid,
+           bool whole) {
+    if (events.empty()) return;
+    if (tids_.empty() || tids_.back() != tid) tids_.push_back(tid);
+    if (!whole && device.empty()) {  // the common case: everything stays, in this order
+      for (const trace_event& e : events) {
+        if (e.what == trace_event::type::slice && (e.end_tid != e.tid || e.id_matched)) {
+          add_each(events, device, tid, whole);
+          return;
+        }
       }
-    };
-    // Track by track (threads by id, then the cross-thread lanes), each in
-    // start order: the lists assign_tracks() sorted.
-    for (auto& [tid, list] : by_thread_) {
-      for (std::size_t i : list) {
-        if (track_[i] != tid) continue;  // moved to a lane
-        write_event(out, data_.events[i], tid);
+      for (const trace_event& e : events) {
+        write_event(out_, e, tid);
         flush();
       }
+      return;
     }
+    add_each(events, device, tid, whole);
+  }
+
+ private:
+  void add_each(const std::vector<trace_event>& events, const std::vector<device_event>& device, std::uint32_t tid,
+                bool whole) {
+    std::vector<std::size_t>& list = list_;
+    list.clear();
+    std::vector<std::size_t> moved;
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      const trace_event& e = events[i];
+      if (e.what == trace_event::type::slice && e.end_tid != e.tid) end_tids_.insert(e.end_tid);
+      if (e.what == trace_event::type::slice && e.id_matched && e.end_tid != e.tid) {
+        moved.push_back(i);
+      } else {
+        list.push_back(i);
+      }
+    }
+    if (whole) keep_nested(events, list, moved);  // else in start order already
+    // Where each event went: its track, or its place among the moved.
+    constexpr std::size_t stays = ~std::size_t{0};
+    std::vector<std::size_t> moved_to;
+    if (!moved.empty() || !device.empty()) moved_to.assign(events.size(), stays);
+    for (std::size_t i : moved) {
+      moved_to[i] = moved_.size();
+      moved_.push_back(events[i]);
+    }
+    for (std::size_t i : list) {
+      if (!moved_to.empty() && moved_to[i] != stays) continue;
+      write_event(out_, events[i], tid);
+      flush();
+    }
+    for (const device_event& d : device) {
+      const std::size_t m = moved_to[d.host];
+      device_.push_back({d, events[d.host], m == stays ? tid : 0, m});
+    }
+  }
+
+ public:
+  /// Writes what was kept back and the metadata, and ends the document.
+  void finish() {
+    place_on_lanes();
     for (std::size_t i : by_lane()) {
-      write_event(out, data_.events[i], track_[i]);
+      write_event(out_, moved_[i], moved_track_[i]);
       flush();
     }
+    assign_device_tracks();
     for (std::size_t i : sorted_device_events()) {
-      write_device_event(out, i);
+      write_device_event(out_, i);
       flush();
     }
-    out.append(std::string_view("\n]\n"));
-    sink(std::string_view(out.data(), out.size()));
+    write_metadata(out_);
+    write_device_metadata(out_);
+    out_.append(std::string_view("\n]\n"));
+    sink_(std::string_view(out_.data(), out_.size()));
+    out_.clear();
   }
 
  private:
@@ -202,80 +305,57 @@ class trace_view_writer {
     std::size_t event;
   };
 
+  /// A device event with what it needs of its host event, which may be
+  /// written long before it.
+  struct device_row {
+    device_event dev;
+    trace_event host;
+    std::uint32_t host_track;  // the host event's track, unless it moved
+    std::size_t moved;         // its index in moved_, or ~0
+  };
+
+  void flush() {
+    if (out_.size() < chunk_) return;
+    sink_(std::string_view(out_.data(), out_.size()));
+    out_.clear();
+  }
+
   template <class Event>
   static bool earlier(const Event& a, const Event& b) {
     if (a.ts != b.ts) return a.ts < b.ts;
     return a.dur > b.dur;  // longer first, so the parent comes before its child
   }
 
-  // Each slice stays on its thread unless it breaks strict nesting there.
-  // Every event of a thread goes into its list, which is sorted once, by
-  // start, and then written in that order.
-  void assign_tracks() {
-    reserve_thread_lists();
-    for (std::size_t i = 0; i < data_.events.size(); ++i) {
-      const trace_event& e = data_.events[i];
-      track_[i] = e.tid;
-      if (e.what == trace_event::type::slice && e.id_matched && e.end_tid != e.tid) {
-        moved_.push_back(i);
-      } else {
-        by_thread_[e.tid].push_back(i);
-      }
-    }
-    for (auto& [tid, list] : by_thread_) keep_nested(list, moved_);
-    place_on_lanes(moved_);
-  }
-
-  // Each thread's list gets its room before it is filled: they are the
-  // largest arrays of the export. Counting also finds the threads (tids_).
-  void reserve_thread_lists() {
-    std::map<std::uint32_t, std::size_t> count;
-    std::uint32_t tid = 0;
-    std::size_t run = 0;
-    for (const trace_event& e : data_.events) {
-      if (e.tid != tid && run != 0) {
-        count[tid] += run;
-        run = 0;
-      }
-      tid = e.tid;
-      ++run;
-    }
-    if (run != 0) count[tid] += run;
-    for (auto& [t, n] : count) {
-      tids_.push_back(t);
-      reserve_huge(by_thread_[t], n);
-    }
-  }
-
   // Sorts event indices by start, longer first on ties (as earlier() does).
-  // A thread's events come from its buffer in the order they were written,
-  // which is start order unless ranges nest: that case costs one pass.
-  // Otherwise the sort goes through a compact copy of the keys: sorting the
-  // indices themselves would reach into the events at random on every
-  // comparison.
-  void sort_by_time(std::vector<std::size_t>& list) const {
-    const auto& ev = data_.events;
+  // Events come in the order they were written, which is start order unless
+  // ranges nest: that case costs one pass. Otherwise the sort goes through a
+  // compact copy of the keys: sorting the indices themselves would reach
+  // into the events at random on every comparison.
+  void sort_by_time(const std::vector<trace_event>& ev, std::vector<std::size_t>& list) {
     bool sorted = true;
     for (std::size_t k = 1; k < list.size() && sorted; ++k) sorted = !earlier(ev[list[k]], ev[list[k - 1]]);
     if (sorted) return;
-    struct key {
-      std::int64_t ts, neg_dur;
-      std::size_t index;
-      bool operator<(const key& o) const { return ts != o.ts ? ts < o.ts : neg_dur < o.neg_dur; }
-    };
-    std::vector<key> keys;
-    keys.reserve(list.size());
-    for (std::size_t i : list) keys.push_back({ev[i].ts, -ev[i].dur, i});
-    std::sort(keys.begin(), keys.end());
-    for (std::size_t k = 0; k < list.size(); ++k) list[k] = keys[k].index;
+    keys_.clear();
+    keys_.reserve(list.size());
+    for (std::size_t i : list) keys_.push_back({ev[i].ts, -ev[i].dur, i});
+    std::sort(keys_.begin(), keys_.end());
+    for (std::size_t k = 0; k < list.size(); ++k) list[k] = keys_[k].index;
   }
 
-  void keep_nested(std::vector<std::size_t>& list, std::vector<std::size_t>& moved) {
-    const auto& ev = data_.events;
-    sort_by_time(list);
+  // Each slice stays on its thread unless it breaks strict nesting there: a
+  // range begun with an id that overlaps others moves to `moved`.
+  void keep_nested(const std::vector<trace_event>& ev, std::vector<std::size_t>& list,
+                   std::vector<std::size_t>& moved) {
+    sort_by_time(ev, list);
     std::vector<span> stack;
+    std::vector<std::size_t> stay;
+    stay.reserve(list.size());
+    std::vector<bool> gone(ev.size(), false);
     for (std::size_t i : list) {
-      if (ev[i].what != trace_event::type::slice) continue;  // instants and counters stay
+      if (ev[i].what != trace_event::type::slice) {  // instants and counters stay
+        stay.push_back(i);
+        continue;
+      }
       const span s{ev[i].ts, ev[i].ts + ev[i].dur, i};
       for (;;) {
         while (!stack.empty() && stack.back().end <= s.begin) stack.pop_back();
@@ -283,14 +363,21 @@ class trace_view_writer {
         if (ev[i].id_matched) break;                            // s goes
         if (!ev[stack.back().event].id_matched) break;          // two scoped ranges: keep both
         moved.push_back(stack.back().event);                    // the overlapping id range goes
+        gone[stack.back().event] = true;
         stack.pop_back();
       }
       const bool nests = stack.empty() || stack.back().end >= s.end;
       if (!nests && ev[i].id_matched) {
         moved.push_back(i);
+        gone[i] = true;
       } else {
         stack.push_back(s);
+        stay.push_back(i);
       }
+    }
+    list.clear();
+    for (std::size_t i : stay) {
+      if (!gone[i]) list.push_back(i);
     }
   }
 
@@ -321,23 +408,26 @@ class trace_view_writer {
     return i;
   }
 
-  void place_on_lanes(std::vector<std::size_t>& moved) {
-    const auto& ev = data_.events;
-    std::sort(moved.begin(), moved.end(), [&](std::size_t a, std::size_t b) { return earlier(ev[a], ev[b]); });
+  void place_on_lanes() {
+    const auto& ev = moved_;
+    moved_order_.resize(ev.size());
+    for (std::size_t i = 0; i < ev.size(); ++i) moved_order_[i] = i;
+    std::sort(moved_order_.begin(), moved_order_.end(),
+              [&](std::size_t a, std::size_t b) { return earlier(ev[a], ev[b]); });
+    moved_track_.assign(ev.size(), 0);
     std::vector<lane_slices> lanes;
-    for (std::size_t i : moved) {
+    for (std::size_t i : moved_order_) {
       const span s{ev[i].ts, ev[i].ts + ev[i].dur, i};
-      const std::size_t lane = place(lanes, s);
-      track_[i] = lane_tid_base + static_cast<std::uint32_t>(lane);
+      moved_track_[i] = lane_tid_base + static_cast<std::uint32_t>(place(lanes, s));
     }
     lane_count_ = lanes.size();
   }
 
-  // The moved slices, lane by lane, each lane in start order (moved_ is in
-  // start order after place_on_lanes).
+  // The moved slices, lane by lane, each lane in start order.
   std::vector<std::size_t> by_lane() const {
-    std::vector<std::size_t> order(moved_);
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return track_[a] < track_[b]; });
+    std::vector<std::size_t> order(moved_order_);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return moved_track_[a] < moved_track_[b]; });
     return order;
   }
 
@@ -362,10 +452,10 @@ class trace_view_writer {
   }
 
   void write_metadata(fmt::memory_buffer& out) {
-    write_meta_event(out, "process_name", 0, false, "name", data_.process_name, 0);
-    write_meta_event(out, "process_sort_index", 0, false, "sort_index", "", 0);
     // Main thread first, then the others by thread id.
     std::vector<std::uint32_t> tids = tids_;
+    std::sort(tids.begin(), tids.end());
+    tids.erase(std::unique(tids.begin(), tids.end()), tids.end());
     std::stable_partition(tids.begin(), tids.end(), [&](std::uint32_t t) { return t == data_.pid; });
     long index = 0;
     for (std::uint32_t tid : tids) {
@@ -377,7 +467,8 @@ class trace_view_writer {
     }
     // Threads that only ended ranges begun elsewhere have no track of their
     // own, but their names are what an `end_tid` refers to.
-    for (std::uint32_t tid : end_only_threads()) {
+    for (std::uint32_t tid : end_tids_) {
+      if (std::binary_search(tids.begin(), tids.end(), tid)) continue;
       auto it = data_.thread_names.find(tid);
       if (it == data_.thread_names.end() || it->second.empty()) continue;
       write_meta_event(out, "thread_name", tid, true, "name", it->second, 0);
@@ -392,43 +483,49 @@ class trace_view_writer {
     }
   }
 
-  // Threads that ended a slice and recorded nothing themselves, by id.
-  std::set<std::uint32_t> end_only_threads() const {
-    std::set<std::uint32_t> out;
-    for (const trace_event& e : data_.events) {
-      if (e.what != trace_event::type::slice || e.end_tid == e.tid) continue;
-      if (!std::binary_search(tids_.begin(), tids_.end(), e.end_tid)) out.insert(e.end_tid);
-    }
-    return out;
-  }
-
   void write_event(fmt::memory_buffer& out, const trace_event& e, std::uint32_t track) {
     if (e.what == trace_event::type::counter) {
       write_counter(out, e, track);
       return;
     }
-    const std::string_view name = json_name(e.name);
+    const bool slice = e.what == trace_event::type::slice;
+    const std::string_view head = event_head(e.name, slice);
     const std::string_view tail = event_tail(e, track);
-    raw_writer w(out, name.size() + tail.size() + 128);
-    w.literal(",\n{\"name\":");
-    w.put(name);
-    if (e.what == trace_event::type::slice) {
-      w.literal(",\"ph\":\"X\",\"ts\":");
-      w.microseconds(e.ts);
+    raw_writer w(out, head.size() + tail.size() + 160);
+    w.put(head);
+    w.microseconds(e.ts, high_key_, high_);
+    if (slice) {
       w.literal(",\"dur\":");
       w.duration(e.ts, e.dur);
-    } else {
-      w.literal(",\"ph\":\"i\",\"s\":\"t\",\"ts\":");
-      w.microseconds(e.ts);
     }
     w.put(tail);
+    if (e.stream != 0) {
+      w.literal(",\"stream\":\"");
+      w.hex(e.stream);
+      w.literal("\"");
+    }
+    if (slice && e.end_tid != e.tid) {
+      w.literal(",\"end_tid\":");
+      w.integer(e.end_tid);
+    }
+    if (e.incomplete) w.literal(",\"incomplete\":true");
+    if (e.began_before_window) w.literal(",\"began_before_window\":true");
+    w.literal("}}");
     w.done();
-    auto it = std::back_inserter(out);
-    if (e.stream != 0) fmt::format_to(it, R"(,"stream":"{:#x}")", e.stream);
-    if (e.what == trace_event::type::slice && e.end_tid != e.tid) fmt::format_to(it, R"(,"end_tid":{})", e.end_tid);
-    if (e.incomplete) out.append(std::string_view(R"(,"incomplete":true)"));
-    if (e.began_before_window) out.append(std::string_view(R"(,"began_before_window":true)"));
-    out.append(std::string_view("}}"));
+  }
+
+  // What comes before the start time of a slice or an instant: the same for
+  // every event of a name and kind, so it is made once for each.
+  std::string_view event_head(std::uint32_t name, bool slice) {
+    const std::size_t key = std::size_t{name} * 2 + (slice ? 1 : 0);
+    if (heads_.size() <= key) heads_.resize(std::max<std::size_t>(key + 1, data_.strings.size() * 2));
+    std::string& head = heads_[key];
+    if (head.empty()) {
+      head = ",\n{\"name\":";
+      head += json_name(name);
+      head += slice ? ",\"ph\":\"X\",\"ts\":" : ",\"ph\":\"i\",\"s\":\"t\",\"ts\":";
+    }
+    return head;
   }
 
   void write_counter(fmt::memory_buffer& out, const trace_event& e, std::uint32_t track) {
@@ -465,18 +562,22 @@ class trace_view_writer {
     return tail;
   }
 
+  std::uint32_t host_track(const device_row& r) const {
+    return r.moved == ~std::size_t{0} ? r.host_track : moved_track_[r.moved];
+  }
+
   // Device tracks: one per stream, numbered in order of the streams' first
   // device event; slices of a stream that overlap, or begin together, move
   // to extra tracks.
   void assign_device_tracks() {
-    const auto& dev = data_.device_events;
-    device_track_.assign(dev.size(), 0);
-    std::vector<std::size_t> order(dev.size());
+    device_track_.assign(device_.size(), 0);
+    std::vector<std::size_t> order(device_.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return earlier(dev[a], dev[b]); });
+    std::sort(order.begin(), order.end(),
+              [&](std::size_t a, std::size_t b) { return earlier(device_[a].dev, device_[b].dev); });
     std::map<std::uint64_t, std::vector<lane_slices>> lanes;  // by stream
     for (std::size_t i : order) {
-      const device_event& e = dev[i];
+      const device_event& e = device_[i].dev;
       auto found = std::find(streams_.begin(), streams_.end(), e.stream);
       const auto index = static_cast<std::uint32_t>(found - streams_.begin());
       if (found == streams_.end()) streams_.push_back(e.stream);
@@ -518,20 +619,19 @@ class trace_view_writer {
   }
 
   std::vector<std::size_t> sorted_device_events() const {
-    const auto& dev = data_.device_events;
-    std::vector<std::size_t> order(dev.size());
+    std::vector<std::size_t> order(device_.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
       if (device_track_[a] != device_track_[b]) return device_track_[a] < device_track_[b];
-      return earlier(dev[a], dev[b]);
+      return earlier(device_[a].dev, device_[b].dev);
     });
     return order;
   }
 
   // The device slice, and for ranges a flow from the host slice to it.
   void write_device_event(fmt::memory_buffer& out, std::size_t i) {
-    const device_event& d = data_.device_events[i];
-    const trace_event& host = data_.events[d.host];
+    const device_event& d = device_[i].dev;
+    const trace_event& host = device_[i].host;
     const std::string_view domain = json_domain(host);
     const std::uint32_t pid = device_pid();
     out.append(std::string_view(",\n{\"name\":"));
@@ -554,7 +654,7 @@ class trace_view_writer {
     append_int(out, id);
     out.append(std::string_view(",\"ts\":"));
     append_us(out, host.ts);
-    fmt::format_to(std::back_inserter(out), R"(,"pid":{},"tid":{}}})", data_.pid, track_[d.host]);
+    fmt::format_to(std::back_inserter(out), R"(,"pid":{},"tid":{}}})", data_.pid, host_track(device_[i]));
     out.append(std::string_view(",\n{\"name\":\"MsTx\",\"cat\":\"MsTx\",\"ph\":\"f\",\"bp\":\"e\",\"id\":"));
     append_int(out, id);
     out.append(std::string_view(",\"ts\":"));
@@ -566,7 +666,7 @@ class trace_view_writer {
   // a JSON string literal with its quotes.
   std::string_view json_name(std::uint32_t index) {
     if (index >= data_.strings.size()) return "\"\"";
-    if (json_names_.empty()) json_names_.resize(data_.strings.size());
+    if (json_names_.size() < data_.strings.size()) json_names_.resize(data_.strings.size());
     std::string& s = json_names_[index];
     if (s.empty()) s = json_literal(data_.strings[index]);
     return s;
@@ -583,28 +683,69 @@ class trace_view_writer {
     return std::string(b.data(), b.size());
   }
 
+  struct sort_key {
+    std::int64_t ts, neg_dur;
+    std::size_t index;
+    bool operator<(const sort_key& o) const { return ts != o.ts ? ts < o.ts : neg_dur < o.neg_dur; }
+  };
+
   const trace_data& data_;
+  sink_type sink_;
+  std::size_t chunk_;
+  fmt::memory_buffer out_;
+  std::vector<std::size_t> list_;  // reused from window to window
+  std::vector<sort_key> keys_;     // likewise
   std::vector<std::string> json_names_;    // by string index; "" until first needed
+  std::vector<std::string> heads_;         // see event_head()
+  std::uint64_t high_key_ = 0;             // see raw_writer::microseconds()
+  std::string high_;
   std::vector<std::string> json_domains_;  // by domain index
   std::unordered_map<std::uint64_t, std::string> tails_;  // see event_tail()
   std::uint64_t last_tail_key_ = 0;
   const std::string* last_tail_ = nullptr;
+  std::vector<trace_event> moved_;         // slices that leave their thread's track
+  std::vector<std::size_t> moved_order_;   // moved_ in start order
+  std::vector<std::uint32_t> moved_track_; // the lane of each
+  std::vector<device_row> device_;
   std::vector<std::uint32_t> device_track_;
   std::vector<std::uint64_t> streams_;  // by first device event
   std::map<std::uint32_t, std::size_t> lanes_used_;
   std::uint64_t flows_ = 0;
-  std::vector<std::uint32_t> track_;
-  std::map<std::uint32_t, std::vector<std::size_t>> by_thread_;  // event indices of each thread, in start order
-  std::vector<std::size_t> moved_;  // slices that leave their thread's track, in start order
-  std::vector<std::uint32_t> tids_;  // threads with events, by id
+  std::vector<std::uint32_t> tids_;  // threads with events on their own track
+  std::set<std::uint32_t> end_tids_; // threads that ended a slice begun elsewhere
   std::size_t lane_count_ = 0;
   bool first_ = true;
 };
 
+/// Writes all of `data` with `w`, thread by thread.
+inline void write_all(const trace_data& data, trace_view_writer& w) {
+  std::map<std::uint32_t, std::vector<std::size_t>> by_thread;
+  for (std::size_t i = 0; i < data.events.size(); ++i) by_thread[data.events[i].tid].push_back(i);
+  std::vector<std::size_t> index_in_thread(data.events.size());
+  std::map<std::uint32_t, std::vector<device_event>> device_by_thread;
+  for (auto& [tid, list] : by_thread) {
+    for (std::size_t k = 0; k < list.size(); ++k) index_in_thread[list[k]] = k;
+  }
+  for (device_event d : data.device_events) {
+    if (d.host >= data.events.size()) continue;
+    const std::uint32_t tid = data.events[d.host].tid;
+    d.host = index_in_thread[d.host];
+    device_by_thread[tid].push_back(d);
+  }
+  std::vector<trace_event> events;
+  for (auto& [tid, list] : by_thread) {
+    events.clear();
+    for (std::size_t i : list) events.push_back(data.events[i]);
+    w.add(events, device_by_thread[tid], tid, true);
+  }
+  w.finish();
+}
+
 /// Writes trace_view.json into `dir`, streaming.
 inline void write_trace_view(const trace_data& data, output_directory& dir) {
   file_writer file(dir, "trace_view.json");
-  trace_view_writer(data).write([&](std::string_view piece) { file.write(piece); });
+  trace_view_writer w(data, [&](std::string_view piece) { file.write(piece); });
+  write_all(data, w);
   file.close();
 }
 
@@ -613,7 +754,8 @@ inline void write_trace_view(const trace_data& data, const std::string& path) {
   const std::filesystem::path p(path);
   output_directory dir = output_directory::open_existing(p.has_parent_path() ? p.parent_path() : ".");
   file_writer file(dir, p.filename().string());
-  trace_view_writer(data).write([&](std::string_view piece) { file.write(piece); });
+  trace_view_writer w(data, [&](std::string_view piece) { file.write(piece); });
+  write_all(data, w);
   file.close();
 }
 

@@ -1016,20 +1016,46 @@ void operator delete(void* p, std::size_t) noexcept { heap::give(p); }
 void operator delete[](void* p, std::size_t) noexcept { heap::give(p); }
 
 TEST_CASE("writing a trace takes memory for a window of events, not for the whole trace") {
+  static const npuprof::registered_string<> name{"many"}, inner{"inner"};
+  auto extra_heap = [&](bool pairs) {
+    test::temp_dir dir;
+    npuprof::session s{test::config_in(dir)};
+    s.start();
+    for (int i = 0; i < 1'000'000; ++i) {
+      npuprof::scoped_range<> r{name};
+      if (pairs) npuprof::scoped_range<> in{inner};  // each outer range is written after the one it holds
+    }
+    const long long before = heap::in_use.load();
+    heap::peak = before;
+    const auto written = s.stop();
+    const long long extra = heap::peak.load() - before;
+    const test::json meta = test::read_json(written / "profiler_metadata.json");  // the trace is too large to parse here
+    const auto buffer_bytes = meta["counts"]["buffer_bytes"].get<std::uint64_t>();
+    REQUIRE(meta["session"]["events"] == (pairs ? 2'000'000u : 1'000'000u));
+    REQUIRE(test::fs::file_size(written / "trace_view.json") > 100'000'000u);
+    INFO("peak extra heap " << extra / 1e6 << " MB for " << buffer_bytes / 1e6 << " MB of records");
+    return static_cast<double>(extra) / static_cast<double>(buffer_bytes);
+  };
+  CHECK(extra_heap(false) <= 0.5);
+  CHECK(extra_heap(true) <= 0.5);
+}
+
+TEST_CASE("write_to() after a restart writes the earlier records with their own trace id and metadata") {
   test::temp_dir dir;
-  static const npuprof::registered_string<> name{"many"};
   npuprof::session s{test::config_in(dir)};
+  s.add_metadata("run", 1);
   s.start();
-  for (int i = 0; i < 1'000'000; ++i) npuprof::scoped_range<> r{name};
-  const long long before = heap::in_use.load();
-  heap::peak = before;
-  const auto written = s.stop();
-  const long long extra = heap::peak.load() - before;
-  const test::json meta = test::read_json(written / "profiler_metadata.json");  // the trace is too large to parse here
-  const auto buffer_bytes = meta["counts"]["buffer_bytes"].get<std::uint64_t>();
-  REQUIRE(meta["session"]["events"] == 1'000'000u);
-  REQUIRE(test::fs::file_size(written / "trace_view.json") > 100'000'000u);
-  INFO("peak extra heap " << extra / 1e6 << " MB for " << buffer_bytes / 1e6 << " MB of records");
-  CHECK(static_cast<double>(extra) <= 0.5 * static_cast<double>(buffer_bytes));
+  for (int i = 0; i < 10; ++i) npuprof::mark("first run");
+  const test::trace first = test::load(s.stop());
+  s.add_metadata("run", 2);
+  s.start();
+  npuprof::mark("second run");
+  test::temp_dir elsewhere;
+  const test::trace again = test::load(s.write_to(elsewhere.path.string()));
+  const test::trace second = test::load(s.stop());
+  CHECK(again.count("first run", "i") == 10);
+  CHECK(again.meta["trace_id"] == first.meta["trace_id"]);
+  CHECK(again.meta["user"]["run"] == 1);
+  CHECK(second.meta["user"]["run"] == 2);
 }
 #endif

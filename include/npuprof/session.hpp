@@ -156,7 +156,10 @@ class session {
   bool running() const noexcept { return running_.load(std::memory_order_acquire); }
   const config& configuration() const noexcept { return cfg_; }
   /// The directory the session wrote last.
-  const std::filesystem::path& output_path() const noexcept { return output_; }
+  std::filesystem::path output_path() const {
+    std::lock_guard<std::mutex> lock(data_mutex_);
+    return output_;
+  }
   /// The events of the last stop() (or schedule cycle), decoded when first
   /// asked for: a trace is written without decoding all of it at once, and
   /// the records stay (outside the memory cap) until the next stop() or
@@ -254,7 +257,7 @@ class session {
   std::shared_ptr<detail::collected> collected_ = std::make_shared<detail::collected>();  // of the last stop or cycle
   mutable std::mutex data_mutex_;
   mutable std::shared_ptr<trace_data> data_;  // collected_, decoded when first asked for
-  std::filesystem::path output_;
+  std::filesystem::path output_;  // guarded by data_mutex_: cycles and dumps may be written at once
   std::string trace_id_;
   nlohmann::json user_metadata_ = nlohmann::json::object();
 };
@@ -578,7 +581,7 @@ inline std::filesystem::path session::stop() {
     running_.store(false, std::memory_order_release);
     detail::state().active.store(nullptr, std::memory_order_release);
   }
-  if (!written) return output_;
+  if (!written) return output_path();
   return deliver(*written);
 }
 inline void session::cancel() {
@@ -720,8 +723,10 @@ inline std::filesystem::path session::write_to(const std::string& parent) {
     std::lock_guard<std::mutex> lock(data_mutex_);
     c = collected_;
   }
-  output_ = write_data(*c, parent);
-  return output_;
+  const std::filesystem::path dir = write_data(*c, parent);
+  std::lock_guard<std::mutex> lock(data_mutex_);
+  output_ = dir;
+  return dir;
 }
 
 inline std::filesystem::path session::write_data(const detail::collected& c, const std::string& parent) {
@@ -731,7 +736,7 @@ inline std::filesystem::path session::write_data(const detail::collected& c, con
   // Named for when it is written, not for when the data begins.
   detail::output_directory dir = detail::make_output_dir(parent, worker, d.pid, wall_ns());
   try {
-    detail::write_trace_files(c, dir, trace_id_, user_metadata_);
+    detail::write_trace_files(c, dir, c.trace_id, c.user_metadata);
   } catch (...) {
     // No half-written output directory is left for a viewer to trip over.
     dir.discard();
@@ -743,7 +748,10 @@ inline std::filesystem::path session::write_data(const detail::collected& c, con
 // Writes under the configured output_dir and tells on_trace_ready.
 inline std::filesystem::path session::deliver(const detail::collected& c) {
   const std::filesystem::path dir = write_data(c, cfg_.output_dir);
-  output_ = dir;
+  {
+    std::lock_guard<std::mutex> lock(data_mutex_);
+    output_ = dir;
+  }
   if (cfg_.on_trace_ready) cfg_.on_trace_ready(dir);
   return dir;
 }
@@ -899,6 +907,8 @@ inline std::shared_ptr<detail::collected> session::collect(clock_point from, clo
   // Records stamped before stale_before_ belong to no trace. Every other
   // record taken belongs to this data, even one stamped just before `from`
   // and published after the previous cycle was cut.
+  c->trace_id = trace_id_;
+  c->user_metadata = user_metadata_;
   c->stale_before = stale_before_;
   c->end_ticks = end.ticks;
   c->begins_may_be_gone = cfg_.flight.enabled;

@@ -12,6 +12,7 @@
 #include <limits>
 #include <utility>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "../trace_data.hpp"
@@ -45,6 +46,8 @@ struct collected {
   /// Everything but the events, the device events and the strings; counts
   /// taken when the records were.
   trace_data header;
+  std::string trace_id;          // of the session that recorded them
+  nlohmann::json user_metadata;  // as it was when they were taken
   device_times device;
   bool has_device = false;
   std::uint64_t stale_before = 0;  // records stamped before it belong to no trace
@@ -100,24 +103,24 @@ inline void filter_window(const collected& c, trace_data& d) {
 using order_key_type = std::pair<std::uint64_t, std::int64_t>;
 
 /// A record whose event starts before one read earlier on its thread: a
-/// scoped range is written when it ends, after the ranges it holds.
+/// scoped range is written when it ends, after the ranges it holds. Only
+/// the record's address is kept: its key is read from it when sorting.
 struct late_record {
-  order_key_type key;
   const std::uint64_t* record;
-  bool operator<(const late_record& o) const { return key < o.key; }
+  bool operator<(const late_record& o) const { return decoder::order_key(record) < decoder::order_key(o.record); }
 };
 
 /// The records of one thread, and those of them that came late.
 struct thread_records {
   std::vector<const segment*> segments;
-  std::vector<late_record> late;
+  std::deque<late_record> late;  // in blocks: growing never copies it
   order_key_type last{0, std::numeric_limits<std::int64_t>::min()};  // of the last record in order
 
   /// Whether `p` comes in start order; else it is kept in `late`.
   bool in_order(const std::uint64_t* p, bool keep) {
     const order_key_type k = decoder::order_key(p);
     if (k < last) {
-      if (keep) late.push_back({k, p});
+      if (keep) late.push_back({p});
       return false;
     }
     last = k;
@@ -142,13 +145,19 @@ void decode_in_order(decoder& dec, thread_records& t, trace_data& out, std::size
     const bool valid = dec.for_each_record(*s, [&](const std::uint64_t* p) {
       if (!t.in_order(p, false)) return;  // late: merged in at its place
       const order_key_type k = t.last;
-      for (; next < t.late.size() && t.late[next].key < k; ++next) dec.add_record(t.late[next].record, tid);
+      for (; next < t.late.size() && decoder::order_key(t.late[next].record) < k; ++next) {
+        dec.add_record(t.late[next].record, tid);
+        if (out.events.size() >= window_events) hand_over();
+      }
       dec.add_record(p, tid);
       if (out.events.size() >= window_events) hand_over();
     });
     if (!valid) dec.corrupt_segment();
   }
-  for (; next < t.late.size(); ++next) dec.add_record(t.late[next].record, tid);
+  for (; next < t.late.size(); ++next) {
+    dec.add_record(t.late[next].record, tid);
+    if (out.events.size() >= window_events) hand_over();
+  }
   hand_over();
 }
 

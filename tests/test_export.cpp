@@ -4,7 +4,9 @@
 
 #include <npuprof/export/json_escape.hpp>
 
+#include <optional>
 #include <random>
+#include <set>
 
 namespace {
 
@@ -253,4 +255,74 @@ TEST_CASE("a stopped session's records do not take the memory cap of the next se
   CHECK(kept == static_cast<std::size_t>(n));
   test::temp_dir again;
   CHECK(test::load(first.write_to(again.path.string())).count("ranged", "X") == static_cast<std::size_t>(n));
+}
+
+// A scoped range ended out of its scope's order (an object moved, or held
+// by an optional reset early) overlaps its neighbour without nesting: the
+// later one goes to another track and is counted, on a thread written a
+// window at a time and on one written whole alike.
+TEST_CASE("scoped ranges ended out of scope order are drawn on another track and counted") {
+  test::temp_dir dir;
+  static const npuprof::registered_string<windows> first{"first"}, second{"second"}, leaf{"leaf"};
+  constexpr int pairs = 3000, leaves = 10'000;  // past one export window
+  auto pause = [] {  // so that no two of the times below fall in one clock tick
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(1);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  };
+  auto record = [&] {
+    for (int i = 0; i < pairs; ++i) {
+      std::optional<npuprof::scoped_range<windows>> a{std::in_place, first};
+      pause();
+      npuprof::scoped_range<windows> b{second};
+      pause();
+      a.reset();  // "first" ends inside "second"
+      pause();
+    }
+    for (int i = 0; i < leaves; ++i) npuprof::scoped_range<windows> x{leaf};
+  };
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  const auto main_tid = npuprof::detail::os_thread_id();
+  record();
+  std::uint32_t whole_tid = 0;
+  std::thread([&] {  // a range begun with an id: the thread is written whole
+    whole_tid = npuprof::detail::os_thread_id();
+    const npuprof::range_id id = npuprof::range_start<windows>("with an id");
+    record();
+    npuprof::range_end(id);
+  }).join();
+  const test::trace t = test::load(s.stop());
+  CHECK(test::check_nesting(t) == 2 * (2 * pairs + leaves) + 1);
+  CHECK(t.count_of("overlapping_ranges") == 2 * pairs);
+  for (const auto tid : {main_tid, whole_tid}) {
+    const auto on_thread = slices_by_name(t, tid);
+    CHECK(on_thread.at("first") == pairs);  // each began first: it stays
+    CHECK(on_thread.count("second") == 0);
+    CHECK(on_thread.at("leaf") == leaves);
+  }
+  CHECK(t.count("second", "X") == 2 * pairs);
+}
+
+// A backlog of requests, each ended after the next one began: every range
+// overlaps all the others, so each needs a track of its own. Placing them
+// must not try every track for every range.
+TEST_CASE("a backlog of thousands of overlapping ranges is drawn on as many tracks, each nested") {
+  test::temp_dir dir;
+  constexpr int n = 20'000;
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  std::vector<npuprof::range_id> ids;
+  ids.reserve(n);
+  for (int i = 0; i < n; ++i) ids.push_back(npuprof::range_start<windows>("request"));
+  for (const npuprof::range_id id : ids) npuprof::range_end(id);  // first in, first out
+  {
+    NPUPROF_RANGE(windows, "after the backlog");
+  }
+  const test::trace t = test::load(s.stop());
+  CHECK(test::check_nesting(t) == n + 1);
+  std::set<std::uint64_t> tracks;
+  for (const auto& e : t.named("request", "X")) tracks.insert(e["tid"].get<std::uint64_t>());
+  CHECK(tracks.size() > n / 2);  // about one each (ranges that end in one clock tick nest)
+  CHECK(t.count_of("overlapping_ranges") == 0);  // ranges with ids may overlap
 }

@@ -208,6 +208,53 @@ TEST_CASE("memory stays bounded however much is recorded") {
   CHECK(t.meta["collection"]["complete_from_ns"].get<std::int64_t>() > t.meta["collection"]["window_start_ns"].get<std::int64_t>());
 }
 
+TEST_CASE("dumps back to back do not hold up trimming: recording far past the memory cap drops nothing") {
+  test::temp_dir dir;
+  auto cfg = flight_config(dir, 0.05, /*memory_mb*/ 16);
+  cfg.flush_interval_ms = 5;
+  npuprof::session s{cfg};
+  s.start();
+  static const npuprof::registered_string<npuprof::default_domain> kTick{"tick"};
+  std::atomic<bool> stop{false};
+  std::uint64_t ranges = 0;
+  std::thread recorder([&] {
+    // At most about 24 MB of records a second: the window holds a small part
+    // of the cap, and recording goes on until three times the cap went by.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (ranges * 24 <= 3 * (16u << 20) && std::chrono::steady_clock::now() < deadline) {
+      for (int i = 0; i < 1000; ++i) npuprof::scoped_range<> r{kTick};
+      ranges += 1000;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    stop = true;
+  });
+  // Two threads dump in turn, so that one always holds the dump lock.
+  std::vector<test::fs::path> written[2];
+  std::vector<std::thread> dumpers;
+  for (auto& paths : written) {
+    dumpers.emplace_back([&] {
+      while (!stop.load()) paths.push_back(s.dump("back to back"));
+    });
+  }
+  for (auto& t : dumpers) t.join();
+  recorder.join();
+  const test::trace last = test::load(s.stop());
+  std::size_t dumps = 0;
+  std::uint64_t dropped_in_dumps = 0, ticks_in_dumps = 0;
+  for (const auto& paths : written) {
+    for (const auto& p : paths) {
+      dropped_in_dumps += test::read_json(p / "profiler_metadata.json")["counts"]["dropped_events"].get<std::uint64_t>();
+      if (dumps++ % 50 == 0) ticks_in_dumps += test::load(p).count("tick", "X");  // a few read whole
+    }
+  }
+  MESSAGE(dumps << " dumps, " << ranges << " ranges (" << ranges * 24 / (1 << 20) << " MiB of records)");
+  REQUIRE(ranges * 24 > 3 * (16u << 20));  // the cap filled several times over
+  CHECK(dumps >= 5);
+  CHECK(dropped_in_dumps == 0);
+  CHECK(last.count_of("dropped_events") == 0);
+  CHECK(ticks_in_dumps > 0);
+}
+
 TEST_CASE("a dump by signal: the handler only sets a flag, npuprof's thread writes") {
   test::temp_dir dir;
   std::atomic<int> ready{0};
@@ -331,6 +378,25 @@ TEST_CASE("a range that began before the window is drawn from the window's start
   const std::int64_t window_start = t.meta["collection"]["window_start_ns"].get<std::int64_t>();
   CHECK(std::llabs(test::to_ns(slices[0]["ts"]) - window_start) <= 1000);
   CHECK(test::to_ns(slices[0]["dur"]) > 50'000'000);  // to the end, at the end of the 100 ms window
+}
+
+TEST_CASE("a range that began before the window is kept by min_duration_us and counted once") {
+  test::temp_dir dir;
+  auto cfg = flight_config(dir, 0.1);
+  cfg.min_duration_us = 10'000'000;  // longer than anything drawn in the window
+  npuprof::session s{cfg};
+  s.start();
+  const npuprof::range_id id = npuprof::range_start("long request");
+  for (int i = 0; i < 20'000; ++i) npuprof::mark("filler " + std::to_string(i));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  npuprof::range_end(id);
+  { NPUPROF_RANGE(npuprof::default_domain, "short"); }
+  const test::trace t = test::load(npuprof::dump("check"));
+  s.stop();
+  CHECK(t.count_of("began_before_window") == 1);
+  CHECK(t.named("(began before the window)", "X").size() == 1);
+  CHECK(t.count_of("short_ranges") == 1);  // "short" only
+  CHECK(t.count("short") == 0);
 }
 
 TEST_CASE("on_trace_ready of a dump by signal may stop the session") {

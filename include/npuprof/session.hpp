@@ -193,6 +193,7 @@ class session {
   void retire_dumper();
   void recycle_segments();
   void drop_oldest_segment();
+  void release_retired();
   void trim_window();
   void drain_loop();
   void start_signal_dump();
@@ -218,6 +219,11 @@ class session {
   std::size_t held_bytes_ = 0;                     // memory segments_ keep from the pool
   std::uint64_t evicted_bytes_ = 0;                // flight recorder: let go for the memory cap
   std::int64_t evicted_until_ns_ = 0;              // ... records before this may be missing
+  // Flight recorder: segments trimmed while a dump reads them wait here
+  // until it is done (guarded by control, as segments_ are).
+  int dumps_reading_ = 0;
+  std::vector<detail::chunk*> retired_chunks_;
+  std::deque<std::vector<std::uint64_t>> retired_copies_;
   std::thread drainer_;
   std::mutex wake_mutex_;
   std::condition_variable wake_;
@@ -502,19 +508,32 @@ inline void session::drop_oldest_segment() {
   const detail::segment& s = segments_.front();
   held_bytes_ -= detail::segment_bytes(s);
   if (s.owned) {
-    detail::pool().recycle(s.source);
+    if (dumps_reading_ > 0) {
+      retired_chunks_.push_back(s.source);
+    } else {
+      detail::pool().recycle(s.source);
+    }
   } else if (s.source == nullptr) {
-    copies_.pop_front();  // copies are made in the order of their segments
+    // Copies are made in the order of their segments. Moving one keeps its
+    // records where a dump's segment points.
+    if (dumps_reading_ > 0) retired_copies_.push_back(std::move(copies_.front()));
+    copies_.pop_front();
   }
   segments_.pop_front();
 }
 
+inline void session::release_retired() {
+  for (detail::chunk* c : retired_chunks_) detail::pool().recycle(c);
+  retired_chunks_.clear();
+  retired_copies_.clear();
+}
+
 // Flight recorder: segments drained before the window are no longer needed;
 // and the window keeps half the memory cap at most, so that recording
-// threads always find free chunks.
+// threads always find free chunks. A dump reading segments does not hold
+// this up: what it reads is let go when it is done (dumps back to back must
+// not let the window grow until recording drops).
 inline void session::trim_window() {
-  std::unique_lock<std::recursive_mutex> dumping(dump_mutex_, std::try_to_lock);
-  if (!dumping.owns_lock()) return;  // a dump reads them: trim next time
   const std::int64_t now = steady_ns();
   const auto oldest = now - static_cast<std::int64_t>(cfg_.flight.window_s * 1e9);
   const std::size_t keep_bytes = (cfg_.flight.memory_mb << 20) / 2;
@@ -695,9 +714,17 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     if (device_ != nullptr) device = device_->snapshot();
     from = cut_point_;
     end = sample_clock();
+    ++dumps_reading_;
   }
   // Decoding and writing happen outside the control lock: the drainer goes
-  // on draining (it trims nothing while dump_mutex_ is held).
+  // on draining and trimming, and keeps what it trims until this is done.
+  struct done_reading {
+    session& s;
+    ~done_reading() {
+      std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
+      if (--s.dumps_reading_ == 0) s.release_retired();
+    }
+  } reading{*this};
   // Ranges still open are drawn up to `end`, past every record read.
   std::shared_ptr<detail::collected> c = collect(from, end, device_ != nullptr ? &device : nullptr, false);
   c->segments.assign(taken.begin(), taken.end());

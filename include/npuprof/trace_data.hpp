@@ -63,6 +63,7 @@ struct trace_counts {
   std::uint64_t ranges_without_end = 0;               // no end, and ends were dropped: drawn with no duration
   std::uint64_t dropped_range_ends = 0;               // ends that found no room in a full buffer
   std::uint64_t began_before_window = 0;              // flight recorder: ends whose begins were let go
+  std::uint64_t overlapping_ranges = 0;               // scoped ranges ended out of scope order: on another track
   std::uint64_t domains_over_limit = 0;               // domains recorded under "(domains over the limit)"
   std::uint64_t corrupt_records = 0;
   std::uint64_t rejected_domain_names = 0;            // invalid names given to mstxDomainCreateA

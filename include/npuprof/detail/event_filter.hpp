@@ -44,11 +44,13 @@ inline std::size_t keep_window(trace_data& d, std::int64_t from_ns) {
   });
 }
 
-/// Leaves out finished ranges shorter than `min_ns`.
+/// Leaves out finished ranges shorter than `min_ns`. A range that began
+/// before a flight recorder's window stays: its duration is unknown (and at
+/// least what is drawn), and it is counted as such already.
 inline std::size_t keep_long_ranges(trace_data& d, std::int64_t min_ns) {
   if (min_ns <= 0) return 0;
   return keep_events(d, [&](const trace_event& e) {
-    return e.what != trace_event::type::slice || e.incomplete || e.dur >= min_ns;
+    return e.what != trace_event::type::slice || e.incomplete || e.began_before_window || e.dur >= min_ns;
   });
 }
 

@@ -56,6 +56,7 @@ inline nlohmann::json render_metadata(const trace_data& d, std::size_t events, s
         {"dropped_range_ends", d.counts.dropped_range_ends},
         {"ranges_without_end", d.counts.ranges_without_end},
         {"began_before_window", d.counts.began_before_window},
+        {"overlapping_ranges", d.counts.overlapping_ranges},
         {"corrupt_records", d.counts.corrupt_records},
         {"buffer_bytes", d.counts.buffer_bytes},
         {"rejected_domain_names", d.counts.rejected_domain_names},

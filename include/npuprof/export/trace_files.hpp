@@ -45,6 +45,7 @@ inline void write_trace_files(const collected& c, output_directory& dir, const s
   });
   view.finish();
   file.close();
+  d.counts.overlapping_ranges = view.overlapping_ranges();
   write_file(dir, "profiler_metadata.json",
              render_metadata(d, events, device_events, trace_id, user)
                      .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +

@@ -28,6 +28,7 @@
 #include "../trace_data.hpp"
 #include "file.hpp"
 #include "json_escape.hpp"
+#include "lanes.hpp"
 
 namespace npuprof {
 NPUPROF_ABI_BEGIN
@@ -227,7 +228,10 @@ class trace_view_writer {
   void add(const std::vector<trace_event>& events, const std::vector<device_event>& device, std::uint32_t tid,
            bool whole) {
     if (events.empty()) return;
-    if (tids_.empty() || tids_.back() != tid) tids_.push_back(tid);
+    if (tids_.empty() || tids_.back() != tid) {
+      tids_.push_back(tid);
+      open_.clear();
+    }
     if (!whole && device.empty()) {  // the common case: everything stays, in this order
       for (const trace_event& e : events) {
         if (e.what == trace_event::type::slice && (e.end_tid != e.tid || e.id_matched)) {
@@ -236,6 +240,11 @@ class trace_view_writer {
         }
       }
       for (const trace_event& e : events) {
+        if (e.what == trace_event::type::slice && !stays_nested(e)) {  // a scoped range: ids went above
+          ++overlapping_ranges_;
+          moved_.push_back(e);
+          continue;
+        }
         write_event(out_, e, tid);
         flush();
       }
@@ -243,6 +252,11 @@ class trace_view_writer {
     }
     add_each(events, device, tid, whole);
   }
+
+  /// Scoped ranges that overlapped others on their thread without nesting
+  /// (ended out of scope order: objects moved or destroyed out of order),
+  /// drawn on a cross-thread ranges track instead.
+  std::uint64_t overlapping_ranges() const noexcept { return overlapping_ranges_; }
 
  private:
   void add_each(const std::vector<trace_event>& events, const std::vector<device_event>& device, std::uint32_t tid,
@@ -259,7 +273,11 @@ class trace_view_writer {
         list.push_back(i);
       }
     }
-    if (whole) keep_nested(events, list, moved);  // else in start order already
+    if (whole) {
+      keep_nested(events, list, moved);
+    } else {  // in start order already
+      keep_nested_across_windows(events, list, moved);
+    }
     // Where each event went: its track, or its place among the moved.
     constexpr std::size_t stays = ~std::size_t{0};
     std::vector<std::size_t> moved_to;
@@ -300,10 +318,7 @@ class trace_view_writer {
   }
 
  private:
-  struct span {
-    std::int64_t begin, end;
-    std::size_t event;
-  };
+  using span = slice_span;
 
   /// A device event with what it needs of its host event, which may be
   /// written long before it.
@@ -342,8 +357,37 @@ class trace_view_writer {
     for (std::size_t k = 0; k < list.size(); ++k) list[k] = keys_[k].index;
   }
 
+  // Whether slice `e`, the next in start order on the current thread, nests
+  // in the slices still open there; if so it is one of them now.
+  bool stays_nested(const trace_event& e) {
+    const span s{e.ts, e.ts + e.dur, 0};
+    while (!open_.empty() && open_.back().end <= s.begin) open_.pop_back();
+    if (open_.empty() || open_.back().end >= s.end) {
+      open_.push_back(s);
+      return true;
+    }
+    return false;
+  }
+
+  // A window of a thread whose slices nest by construction: those that do
+  // not after all move to `moved`.
+  void keep_nested_across_windows(const std::vector<trace_event>& ev, std::vector<std::size_t>& list,
+                                  std::vector<std::size_t>& moved) {
+    std::size_t kept = 0;
+    for (std::size_t i : list) {
+      if (ev[i].what == trace_event::type::slice && !stays_nested(ev[i])) {
+        moved.push_back(i);
+        if (!ev[i].id_matched) ++overlapping_ranges_;
+      } else {
+        list[kept++] = i;
+      }
+    }
+    list.resize(kept);
+  }
+
   // Each slice stays on its thread unless it breaks strict nesting there: a
-  // range begun with an id that overlaps others moves to `moved`.
+  // range begun with an id that overlaps others moves to `moved`, and of two
+  // scoped ranges that overlap, the later.
   void keep_nested(const std::vector<trace_event>& ev, std::vector<std::size_t>& list,
                    std::vector<std::size_t>& moved) {
     sort_by_time(ev, list);
@@ -361,15 +405,16 @@ class trace_view_writer {
         while (!stack.empty() && stack.back().end <= s.begin) stack.pop_back();
         if (stack.empty() || stack.back().end >= s.end) break;  // nests
         if (ev[i].id_matched) break;                            // s goes
-        if (!ev[stack.back().event].id_matched) break;          // two scoped ranges: keep both
+        if (!ev[stack.back().event].id_matched) break;          // two scoped ranges: the later goes
         moved.push_back(stack.back().event);                    // the overlapping id range goes
         gone[stack.back().event] = true;
         stack.pop_back();
       }
       const bool nests = stack.empty() || stack.back().end >= s.end;
-      if (!nests && ev[i].id_matched) {
+      if (!nests) {  // an id range, or a scoped range over another one
         moved.push_back(i);
         gone[i] = true;
+        if (!ev[i].id_matched) ++overlapping_ranges_;
       } else {
         stack.push_back(s);
         stay.push_back(i);
@@ -381,33 +426,6 @@ class trace_view_writer {
     }
   }
 
-  // One lane (a track): its slices still open (a stack), and where the last
-  // one began.
-  struct lane_slices {
-    std::vector<span> open;
-    std::int64_t last_begin = std::numeric_limits<std::int64_t>::min();
-  };
-
-  // Places `s` on the first lane where it nests and, for a slice, begins
-  // after every slice already there (a flow's end binds to the slice that
-  // begins at its time on its track, so no two may); on a new lane if none.
-  // Spans come in start order. Returns the lane.
-  static std::size_t place(std::vector<lane_slices>& lanes, const span& s, bool slice = true) {
-    std::size_t i = 0;
-    for (; i < lanes.size(); ++i) {
-      auto& open = lanes[i].open;
-      while (!open.empty() && open.back().end <= s.begin) open.pop_back();
-      const bool fresh_begin = !slice || lanes[i].last_begin < s.begin;
-      if (fresh_begin && (open.empty() || open.back().end >= s.end)) break;
-    }
-    if (i == lanes.size()) lanes.emplace_back();
-    if (slice) {
-      lanes[i].open.push_back(s);
-      lanes[i].last_begin = s.begin;
-    }
-    return i;
-  }
-
   void place_on_lanes() {
     const auto& ev = moved_;
     moved_order_.resize(ev.size());
@@ -415,10 +433,10 @@ class trace_view_writer {
     std::sort(moved_order_.begin(), moved_order_.end(),
               [&](std::size_t a, std::size_t b) { return earlier(ev[a], ev[b]); });
     moved_track_.assign(ev.size(), 0);
-    std::vector<lane_slices> lanes;
+    lane_set lanes;
     for (std::size_t i : moved_order_) {
       const span s{ev[i].ts, ev[i].ts + ev[i].dur, i};
-      moved_track_[i] = lane_tid_base + static_cast<std::uint32_t>(place(lanes, s));
+      moved_track_[i] = lane_tid_base + static_cast<std::uint32_t>(lanes.place(s));
     }
     lane_count_ = lanes.size();
   }
@@ -575,7 +593,7 @@ class trace_view_writer {
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(),
               [&](std::size_t a, std::size_t b) { return earlier(device_[a].dev, device_[b].dev); });
-    std::map<std::uint64_t, std::vector<lane_slices>> lanes;  // by stream
+    std::map<std::uint64_t, lane_set> lanes;  // by stream
     for (std::size_t i : order) {
       const device_event& e = device_[i].dev;
       auto found = std::find(streams_.begin(), streams_.end(), e.stream);
@@ -583,7 +601,7 @@ class trace_view_writer {
       if (found == streams_.end()) streams_.push_back(e.stream);
       auto& stream_lanes = lanes[e.stream];
       const span sp{e.ts, e.ts + e.dur, i};
-      const std::size_t lane = place(stream_lanes, sp, !e.instant);
+      const std::size_t lane = stream_lanes.place(sp, !e.instant);
       device_track_[i] = index + 1 + static_cast<std::uint32_t>(lane) * device_overlap_tid_step;
       lanes_used_[index + 1] = std::max<std::size_t>(lanes_used_[index + 1], lane + 1);
     }
@@ -703,6 +721,8 @@ class trace_view_writer {
   std::unordered_map<std::uint64_t, std::string> tails_;  // see event_tail()
   std::uint64_t last_tail_key_ = 0;
   const std::string* last_tail_ = nullptr;
+  std::vector<span> open_;                 // slices open on the current thread's track
+  std::uint64_t overlapping_ranges_ = 0;
   std::vector<trace_event> moved_;         // slices that leave their thread's track
   std::vector<std::size_t> moved_order_;   // moved_ in start order
   std::vector<std::uint32_t> moved_track_; // the lane of each

@@ -17,6 +17,7 @@ CONTROL = {
     "session.hpp", "config.hpp", "schedule.hpp", "domain_filter.hpp", "trace_data.hpp", "error.hpp",
     "detail/state.hpp", "detail/chunk_pool.hpp", "detail/domain_table.hpp", "detail/string_table.hpp",
     "detail/string_index.hpp", "detail/thread_registry.hpp", "detail/decode.hpp", "detail/host_sys.hpp",
+    "detail/collected.hpp", "detail/config_values.hpp", "flight_recorder.hpp",
 }
 CONTROL_DIRS = ("export/", "backend/")
 # Libraries the marker layer must not pull into every instrumented file.

@@ -365,6 +365,16 @@ TEST_CASE("README's configuration table has every key, with the code's variables
   for (const std::string& k : known) CHECK_MESSAGE(documented.count(k) == 1, "README does not document " << k);
   for (const std::string& k : documented) CHECK_MESSAGE(known.count(k) == 1, "README documents an unknown key " << k);
 
+  // Each key's environment variable, as the code's key table has it, is in its row.
+  for (const readme_row& r : rows) {
+    for (const std::string& name : r.keys) {
+      const npuprof::detail::config_key* k = npuprof::detail::find_config_key(name);
+      if (k == nullptr || k->env == nullptr) continue;
+      CHECK_MESSAGE(std::find(r.envs.begin(), r.envs.end(), k->env) != r.envs.end(),
+                    "README's row for " << name << " does not name " << std::string(k->env));
+    }
+  }
+
   const nlohmann::json defaults = npuprof::config{}.to_json();
   int defaults_checked = 0;
   for (const readme_row& r : rows) {

@@ -84,7 +84,7 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) threads.emplace_back(recorder, i);
 
-  std::set<std::string> seen;  // every sequence mark, across all traces
+  std::map<std::string, std::string> seen;  // every sequence mark, across all traces: which one had it
   int sessions = 0;
   std::uint64_t marks = 0;
   std::mt19937 rng(42);
@@ -103,7 +103,11 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
       if (e["cat"] != "seq") continue;
       const std::string name = e["name"];
       CHECK_MESSAGE(in_this.insert(name).second, "mark '" << name << "' appears twice in one trace");
-      if (!overlapping) CHECK_MESSAGE(seen.insert(name).second, "mark '" << name << "' appears in two traces");
+      if (!overlapping) {
+        const auto [at, first] = seen.emplace(name, t.meta["collection"].dump());
+        CHECK_MESSAGE(first, "mark '" << name << "' appears in two traces: " << at->second << " and "
+                                      << t.meta["collection"].dump() << " (session " << sessions << ")");
+      }
       by_tid[e["tid"]].push_back(std::stoull(name.substr(name.find(' ') + 1)));
       ++marks;
     }

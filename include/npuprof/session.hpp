@@ -40,6 +40,7 @@
 #include "config.hpp"
 #include "detail/chunk_pool.hpp"
 #include "detail/collected.hpp"
+#include "detail/drained_records.hpp"
 #include "detail/dump_signal.hpp"
 #include "detail/host_sys.hpp"
 #include "detail/state.hpp"
@@ -187,23 +188,15 @@ class session {
                   " the session: it runs in the parent process, not in this fork() child");
     }
   }
-  using segments = std::deque<detail::segment>;
-
   void halt();
   void retire_dumper();
-  void recycle_segments();
-  void drop_oldest_segment();
-  void release_retired();
   void trim_window();
   void drain_loop();
   void start_signal_dump();
-  void drain_full_chunks();
-  void take_all_published();
   void reset_counts();
   void discard_stale_records();
   std::shared_ptr<detail::collected> collect(clock_point from, clock_point end, const detail::device_times* device,
                                              bool take_counts);
-  void take_segments(detail::collected& c);
   void finish_collection(detail::collected& c, std::int64_t end_ns);
   void keep_collected(std::shared_ptr<detail::collected> c);
   std::filesystem::path write_data(const detail::collected& c, const std::string& parent);
@@ -214,16 +207,7 @@ class session {
   }
 
   config cfg_;
-  segments segments_;
-  std::deque<std::vector<std::uint64_t>> copies_;  // records of chunks given back early
-  std::size_t held_bytes_ = 0;                     // memory segments_ keep from the pool
-  std::uint64_t evicted_bytes_ = 0;                // flight recorder: let go for the memory cap
-  std::int64_t evicted_until_ns_ = 0;              // ... records before this may be missing
-  // Flight recorder: segments trimmed while a dump reads them wait here
-  // until it is done (guarded by control, as segments_ are).
-  int dumps_reading_ = 0;
-  std::vector<detail::chunk*> retired_chunks_;
-  std::deque<std::vector<std::uint64_t>> retired_copies_;
+  detail::drained_records records_;  // guarded by control
   std::thread drainer_;
   std::mutex wake_mutex_;
   std::condition_variable wake_;
@@ -390,10 +374,6 @@ inline std::string process_name() {
   return name.empty() ? std::string("process") : name;
 }
 
-inline std::size_t segment_bytes(const segment& s) {
-  return s.owned ? s.source->bytes : static_cast<std::size_t>(s.to - s.from) * sizeof(std::uint64_t);
-}
-
 }  // namespace detail
 
 inline void session::start() {
@@ -417,8 +397,7 @@ inline void session::start() {
   wall_start_ = wall_ns() - (steady_ns() - start_point_.steady);
   step_ = cycle_ = 0;
   dumps_ = 0;
-  evicted_bytes_ = 0;
-  evicted_until_ns_ = 0;
+  records_.reset_eviction();
   stopping_ = false;
   action_ = cfg_.schedule ? cfg_.schedule->action(0) : step_action::record;
 
@@ -475,7 +454,7 @@ inline void session::halt() {
     detail::markers().device.store(nullptr, std::memory_order_release);
     device_times_ = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
   }
-  take_all_published();
+  records_.take_published();
 }
 
 // No more dumps by signal; waits for one in progress. Called before
@@ -495,54 +474,14 @@ inline void session::retire_dumper() {
   }
 }
 
-inline void session::recycle_segments() {
-  for (const detail::segment& s : segments_) {
-    if (s.owned) detail::pool().recycle(s.source);
-  }
-  segments_.clear();
-  copies_.clear();
-  held_bytes_ = 0;
-}
-
-inline void session::drop_oldest_segment() {
-  const detail::segment& s = segments_.front();
-  held_bytes_ -= detail::segment_bytes(s);
-  if (s.owned) {
-    if (dumps_reading_ > 0) {
-      retired_chunks_.push_back(s.source);
-    } else {
-      detail::pool().recycle(s.source);
-    }
-  } else if (s.source == nullptr) {
-    // Copies are made in the order of their segments. Moving one keeps its
-    // records where a dump's segment points.
-    if (dumps_reading_ > 0) retired_copies_.push_back(std::move(copies_.front()));
-    copies_.pop_front();
-  }
-  segments_.pop_front();
-}
-
-inline void session::release_retired() {
-  for (detail::chunk* c : retired_chunks_) detail::pool().recycle(c);
-  retired_chunks_.clear();
-  retired_copies_.clear();
-}
-
 // Flight recorder: segments drained before the window are no longer needed;
 // and the window keeps half the memory cap at most, so that recording
 // threads always find free chunks. A dump reading segments does not hold
 // this up: what it reads is let go when it is done (dumps back to back must
 // not let the window grow until recording drops).
 inline void session::trim_window() {
-  const std::int64_t now = steady_ns();
-  const auto oldest = now - static_cast<std::int64_t>(cfg_.flight.window_s * 1e9);
-  const std::size_t keep_bytes = (cfg_.flight.memory_mb << 20) / 2;
-  while (!segments_.empty() && segments_.front().drained_ns < oldest) drop_oldest_segment();
-  while (!segments_.empty() && held_bytes_ > keep_bytes) {
-    evicted_bytes_ += detail::segment_bytes(segments_.front());
-    evicted_until_ns_ = segments_.front().drained_ns;
-    drop_oldest_segment();
-  }
+  const std::int64_t oldest = steady_ns() - static_cast<std::int64_t>(cfg_.flight.window_s * 1e9);
+  records_.trim(oldest, (cfg_.flight.memory_mb << 20) / 2);
   if (device_ != nullptr) device_->forget_before(oldest);
 }
 
@@ -588,7 +527,7 @@ inline std::filesystem::path session::stop() {
     const clock_point end = sample_clock();
     if (!cfg_.schedule || records(action_)) {  // else stopped between cycles: everything was written
       auto c = collect(cut_point_, end, device_ != nullptr ? &device_times_ : nullptr, true);
-      take_segments(*c);
+      records_.move_into(*c);
       if (cfg_.schedule) c->header.collection = cycle_note(true);
       if (!cfg_.schedule) c->header.collection["reason"] = stop_reason_;  // stop, exit, terminate, ...
       finish_collection(*c, end.steady);
@@ -596,7 +535,7 @@ inline std::filesystem::path session::stop() {
       written = std::move(c);
     }
     device_times_ = detail::device_times();
-    recycle_segments();
+    records_.recycle_all();
     running_.store(false, std::memory_order_release);
     detail::state().active.store(nullptr, std::memory_order_release);
   }
@@ -610,7 +549,7 @@ inline void session::cancel() {
   halt();
   std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
   device_times_ = detail::device_times();
-  recycle_segments();
+  records_.recycle_all();
   running_.store(false, std::memory_order_release);
   detail::state().active.store(nullptr, std::memory_order_release);
 }
@@ -627,7 +566,7 @@ inline void session::clear() {
   reset_counts();
   cut_point_ = sample_clock();
   stale_before_ = cut_point_.ticks;
-  recycle_segments();
+  records_.recycle_all();
 }
 
 inline void session::step() {
@@ -645,12 +584,12 @@ inline void session::step() {
     const bool resumes = !records(ended) && records(action_);
     if (!resumes) st.domains.set_recording(records(action_));
     if (ended == step_action::record_and_save) {
-      take_all_published();
+      records_.take_published();
       detail::device_times device;
       if (device_ != nullptr) device = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
       const clock_point end = sample_clock();
       cycle = collect(cut_point_, end, device_ != nullptr ? &device : nullptr, true);
-      take_segments(*cycle);
+      records_.move_into(*cycle);
       cycle->header.collection = cycle_note(false);
       finish_collection(*cycle, end.steady);
       cut_point_ = end;
@@ -659,8 +598,8 @@ inline void session::step() {
       // A new cycle records from here: what came before belongs to none. It
       // is thrown away before recording resumes, as records threads publish
       // meanwhile could be thrown away with it, leaving a hole in the cycle.
-      drain_full_chunks();
-      recycle_segments();
+      records_.drain_full();
+      records_.recycle_all();
       discard_stale_records();
       cut_point_ = sample_clock();
       stale_before_ = cut_point_.ticks;
@@ -678,7 +617,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
   refuse_in_fork_child("dump");
   std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
   detail::process_state& st = detail::state();
-  segments taken;
+  std::vector<detail::segment> taken;
   std::deque<std::vector<std::uint64_t>> live;  // stable addresses for the segments
   detail::device_times device;
   clock_point from{}, cut{}, end{};
@@ -689,10 +628,10 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     // before it and published by then is in the dump, however long reading
     // them takes. Records written while they are read come too.
     cut = sample_clock();
-    drain_full_chunks();
+    records_.drain_full();
     // What threads are writing now is copied, not taken: they go on
     // writing those chunks, and the next dump sees it again.
-    segments copied;
+    std::vector<detail::segment> copied;
     st.threads.for_each_live([&](detail::thread_buffer& tb) {
       detail::chunk* c = tb.current.load(std::memory_order_acquire);
       if (c == nullptr) return;
@@ -703,18 +642,19 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     });
     // A chunk handed over while we looked is drained now (else its records
     // would be missing); one we copied is then taken whole instead of its copy.
-    const std::size_t before = segments_.size();
-    drain_full_chunks();
-    taken = segments_;
+    const std::size_t before = records_.segments().size();
+    records_.drain_full();
+    const auto& held = records_.segments();
+    taken.assign(held.begin(), held.end());
     for (const detail::segment& c : copied) {
-      const bool drained = std::any_of(segments_.begin() + static_cast<std::ptrdiff_t>(before), segments_.end(),
+      const bool drained = std::any_of(held.begin() + static_cast<std::ptrdiff_t>(before), held.end(),
                                        [&](const detail::segment& s) { return s.origin == c.origin; });
       if (!drained) taken.push_back(c);
     }
     if (device_ != nullptr) device = device_->snapshot();
     from = cut_point_;
     end = sample_clock();
-    ++dumps_reading_;
+    records_.reading_begins();
   }
   // Decoding and writing happen outside the control lock: the drainer goes
   // on draining and trimming, and keeps what it trims until this is done.
@@ -722,7 +662,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     session& s;
     ~done_reading() {
       std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
-      if (--s.dumps_reading_ == 0) s.release_retired();
+      s.records_.reading_ends();
     }
   } reading{*this};
   // Ranges still open are drawn up to `end`, past every record read.
@@ -813,7 +753,7 @@ inline void session::drain_loop() {
     }
     {
       std::lock_guard<detail::recursive_mutex> control(detail::state().control);
-      drain_full_chunks();
+      records_.drain_full();
       pool.top_up();
       if (device_ != nullptr) device_->resolve();
       if (cfg_.flight.enabled) {
@@ -842,42 +782,6 @@ inline void session::start_signal_dump() {
     }
     dumper_busy_.store(false, std::memory_order_release);
   });
-}
-
-// Full chunks become the session's. A chunk that is mostly empty (its thread
-// exited early) is copied and goes straight back to the pool, so that threads
-// that come and go do not use up the free chunks.
-inline void session::drain_full_chunks() {
-  detail::chunk_pool& pool = detail::pool();
-  const std::int64_t now = steady_ns();
-  while (detail::chunk* c = pool.take_full()) {
-    std::uint64_t* end = c->published.load(std::memory_order_acquire);
-    const auto used = static_cast<std::size_t>(end - c->unread);
-    if (used * 4 < static_cast<std::size_t>(c->limit - c->data())) {
-      const std::vector<std::uint64_t>& copy = copies_.emplace_back(c->unread, end);
-      segments_.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, now, c});
-      pool.recycle(c);
-    } else {
-      segments_.push_back({c, c->unread, end, c->tid, true, now, c});
-      c->unread = end;
-    }
-    held_bytes_ += detail::segment_bytes(segments_.back());
-  }
-}
-
-// Every published record: full chunks, what live threads' chunks hold so
-// far, then chunks handed over while we looked at those.
-inline void session::take_all_published() {
-  drain_full_chunks();
-  const std::int64_t now = steady_ns();
-  detail::state().threads.for_each_live([&](detail::thread_buffer& tb) {
-    detail::chunk* c = tb.current.load(std::memory_order_acquire);
-    if (c == nullptr) return;
-    std::uint64_t* end = c->published.load(std::memory_order_acquire);
-    if (end > c->unread) segments_.push_back({c, c->unread, end, c->tid, false, now, c});
-    c->unread = end;
-  });
-  drain_full_chunks();
 }
 
 // Records written after the previous session stopped belong to no session.
@@ -955,26 +859,6 @@ inline std::shared_ptr<detail::collected> session::collect(clock_point from, clo
   return c;
 }
 
-// Moves the records of segments_ into `c`: chunks stay where they are, and
-// no longer count against the cap, so that the next session or cycle records
-// while these are written, and data() decodes them when asked.
-inline void session::take_segments(detail::collected& c) {
-  detail::chunk_pool& pool = detail::pool();
-  c.detached.reserve(segments_.size());
-  c.segments.reserve(segments_.size());
-  for (const detail::segment& s : segments_) {
-    if (s.owned) {
-      pool.detach(s.source);
-      c.keep(s);
-    } else {
-      c.copy(s);
-    }
-  }
-  segments_.clear();
-  copies_.clear();
-  held_bytes_ = 0;
-}
-
 // The last stop's or cycle's records, which data() decodes when asked.
 inline void session::keep_collected(std::shared_ptr<detail::collected> c) {
   std::lock_guard<std::mutex> lock(data_mutex_);
@@ -998,13 +882,13 @@ inline void session::finish_collection(detail::collected& c, std::int64_t end_ns
     c.window_from_ns = from;
     d.wall_start_ns += from - d.start_ns;  // the trace starts with its window
     d.start_ns = from;
-    d.counts.evicted_bytes = evicted_bytes_;
+    d.counts.evicted_bytes = records_.evicted_bytes();
     d.collection["mode"] = "flight_recorder";
     d.collection["window_s"] = cfg_.flight.window_s;
     d.collection["window_start_ns"] = from;
     // The memory cap let go of records up to here: the window may be
     // incomplete before it.
-    d.collection["complete_from_ns"] = std::max(from, evicted_until_ns_);
+    d.collection["complete_from_ns"] = std::max(from, records_.evicted_until_ns());
   }
   if (!cfg_.host_sys.empty()) {
     std::lock_guard<std::mutex> note(host_sys_mutex_);

@@ -1,0 +1,163 @@
+// The records a session has taken from the buffers and holds until it writes
+// them: full chunks it drained, copies of the few records of chunks given back
+// early, and what live threads had published when it looked. A flight
+// recorder lets go of the oldest to keep its window.
+#pragma once
+
+#include "abi.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "../clock.hpp"
+#include "chunk_pool.hpp"
+#include "collected.hpp"
+#include "decode.hpp"
+#include "state.hpp"
+
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
+
+/// Memory a segment keeps: its whole chunk, or its copied records.
+inline std::size_t segment_bytes(const segment& s) {
+  return s.owned ? s.source->bytes : static_cast<std::size_t>(s.to - s.from) * sizeof(std::uint64_t);
+}
+
+/// Records taken from the buffers, oldest first. Not thread-safe: the
+/// session calls it under its control lock.
+class drained_records {
+ public:
+  /// Takes the full chunks threads handed over. A chunk that is mostly empty
+  /// (its thread exited early) is copied and goes straight back to the
+  /// pool, so that threads that come and go do not use up the free chunks.
+  void drain_full() {
+    chunk_pool& pool = detail::pool();
+    const std::int64_t now = steady_ns();
+    while (chunk* c = pool.take_full()) {
+      std::uint64_t* end = c->published.load(std::memory_order_acquire);
+      const auto used = static_cast<std::size_t>(end - c->unread);
+      if (used * 4 < static_cast<std::size_t>(c->limit - c->data())) {
+        const std::vector<std::uint64_t>& copy = copies_.emplace_back(c->unread, end);
+        segments_.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, now, c});
+        pool.recycle(c);
+      } else {
+        segments_.push_back({c, c->unread, end, c->tid, true, now, c});
+        c->unread = end;
+      }
+      held_bytes_ += segment_bytes(segments_.back());
+    }
+  }
+
+  /// Every published record: full chunks, what live threads' chunks hold so
+  /// far (read in place: recording has stopped or paused), then chunks
+  /// handed over while we looked at those.
+  void take_published() {
+    drain_full();
+    const std::int64_t now = steady_ns();
+    state().threads.for_each_live([&](thread_buffer& tb) {
+      chunk* c = tb.current.load(std::memory_order_acquire);
+      if (c == nullptr) return;
+      std::uint64_t* end = c->published.load(std::memory_order_acquire);
+      if (end > c->unread) segments_.push_back({c, c->unread, end, c->tid, false, now, c});
+      c->unread = end;
+    });
+    drain_full();
+  }
+
+  /// Flight recorder: lets go of what was drained before `oldest_ns`, then
+  /// of the oldest until at most `keep_bytes` are held, so that recording
+  /// threads always find free chunks. What a reader may still read is let
+  /// go when the last reader is done.
+  void trim(std::int64_t oldest_ns, std::size_t keep_bytes) {
+    while (!segments_.empty() && segments_.front().drained_ns < oldest_ns) drop_oldest();
+    while (!segments_.empty() && held_bytes_ > keep_bytes) {
+      evicted_bytes_ += segment_bytes(segments_.front());
+      evicted_until_ns_ = segments_.front().drained_ns;
+      drop_oldest();
+    }
+  }
+
+  /// Gives every segment back to the pool.
+  void recycle_all() {
+    for (const segment& s : segments_) {
+      if (s.owned) pool().recycle(s.source);
+    }
+    segments_.clear();
+    copies_.clear();
+    held_bytes_ = 0;
+  }
+
+  /// Moves every segment into `c`: drained chunks stay where they are,
+  /// detached from the pool (outside the memory cap); other records are
+  /// copied.
+  void move_into(collected& c) {
+    c.detached.reserve(segments_.size());
+    c.segments.reserve(segments_.size());
+    for (const segment& s : segments_) {
+      if (s.owned) {
+        pool().detach(s.source);
+        c.keep(s);
+      } else {
+        c.copy(s);
+      }
+    }
+    segments_.clear();
+    copies_.clear();
+    held_bytes_ = 0;
+  }
+
+  /// A reader (a dump) reads segments() outside the lock from here until
+  /// reading_ends(): trim() keeps what it lets go meanwhile.
+  void reading_begins() noexcept { ++readers_; }
+  void reading_ends() {
+    if (--readers_ > 0) return;
+    for (chunk* c : retired_chunks_) pool().recycle(c);
+    retired_chunks_.clear();
+    retired_copies_.clear();
+  }
+
+  const std::deque<segment>& segments() const noexcept { return segments_; }
+  /// Flight recorder: bytes let go for the memory cap, and until when
+  /// records may be missing for it.
+  std::uint64_t evicted_bytes() const noexcept { return evicted_bytes_; }
+  std::int64_t evicted_until_ns() const noexcept { return evicted_until_ns_; }
+  void reset_eviction() noexcept {
+    evicted_bytes_ = 0;
+    evicted_until_ns_ = 0;
+  }
+
+ private:
+  void drop_oldest() {
+    const segment& s = segments_.front();
+    held_bytes_ -= segment_bytes(s);
+    if (s.owned) {
+      if (readers_ > 0) {
+        retired_chunks_.push_back(s.source);
+      } else {
+        pool().recycle(s.source);
+      }
+    } else if (s.source == nullptr) {
+      // Copies are made in the order of their segments. Moving one keeps
+      // its records where a reader's segment points.
+      if (readers_ > 0) retired_copies_.push_back(std::move(copies_.front()));
+      copies_.pop_front();
+    }
+    segments_.pop_front();
+  }
+
+  std::deque<segment> segments_;
+  std::deque<std::vector<std::uint64_t>> copies_;  // records of chunks given back early
+  std::size_t held_bytes_ = 0;                     // memory segments_ keep from the pool
+  std::uint64_t evicted_bytes_ = 0;
+  std::int64_t evicted_until_ns_ = 0;
+  int readers_ = 0;
+  std::vector<chunk*> retired_chunks_;                      // let go while read
+  std::deque<std::vector<std::uint64_t>> retired_copies_;  // ... and copies
+};
+
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

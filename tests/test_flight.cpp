@@ -433,3 +433,104 @@ TEST_CASE("on_trace_ready of a dump by signal may stop the session") {
   for (const auto& e : test::fs::directory_iterator(dir.path)) written += e.is_directory();
   CHECK(written == 2);  // the signal's dump, then the stop's
 }
+
+TEST_CASE("a range that began and ended before the window is counted as outside it, and only so") {
+  test::temp_dir dir;
+  auto cfg = flight_config(dir, 0.1);
+  npuprof::session s{cfg};
+  s.start();
+  const npuprof::range_id id = npuprof::range_start("long request");
+  for (int i = 0; i < 20'000; ++i) npuprof::mark("filler " + std::to_string(i));
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the begin's chunk is let go
+  npuprof::range_end(id);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // the end is before the window too
+  const test::trace t = test::load(npuprof::dump("check"));
+  s.stop();
+  CHECK(t.named("(began before the window)", "X").empty());
+  CHECK(t.count_of("began_before_window") == 0);
+  CHECK(t.count_of("outside_window") >= 1);
+}
+
+TEST_CASE("a range whose begin the memory cap let go is drawn from where the window is complete") {
+  test::temp_dir dir;
+  auto cfg = flight_config(dir, 60, /*memory_mb*/ 1);
+  cfg.flush_interval_ms = 1;
+  cfg.min_duration_us = 100'000;
+  npuprof::session s{cfg};
+  s.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const npuprof::range_id id = npuprof::range_start("request");
+  for (int i = 0; i < 40'000; ++i) {
+    npuprof::mark("filler " + std::to_string(i));  // twice the cap
+    if (i % 1000 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  npuprof::range_end(id);
+  const test::trace t = test::load(npuprof::dump("check"));
+  s.stop();
+  const std::int64_t complete_from = t.meta["collection"]["complete_from_ns"].get<std::int64_t>();
+  REQUIRE(complete_from > t.meta["collection"]["window_start_ns"].get<std::int64_t>());  // the cap let go
+  const auto slices = t.named("(began before the window)", "X");
+  REQUIRE(slices.size() == 1);
+  CHECK(test::to_ns(slices[0]["ts"]) >= complete_from - 1000);
+  CHECK(t.count_of("began_before_window") == 1);
+}
+
+TEST_CASE("dumps taken while the memory cap lets go of records read consistent counts") {
+  // Run under ThreadSanitizer too: the drainer lets go while dumps are taken.
+  test::temp_dir dir;
+  auto cfg = flight_config(dir, 60, /*memory_mb*/ 1);
+  cfg.flush_interval_ms = 1;
+  npuprof::session s{cfg};
+  s.start();
+  static const npuprof::registered_string<npuprof::default_domain> kTick{"tick"};
+  std::atomic<bool> stop{false};
+  std::thread recorder([&] {
+    while (!stop.load()) {
+      for (int i = 0; i < 1000; ++i) npuprof::scoped_range<> r{kTick};
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::uint64_t evicted = 0;
+  for (int i = 0; i < 30; ++i) {
+    const test::trace t = test::load(s.dump("evicting"));
+    CHECK(t.count_of("evicted_bytes") >= evicted);  // counts since the start: they only grow
+    evicted = t.count_of("evicted_bytes");
+  }
+  stop = true;
+  recorder.join();
+  s.stop();
+  CHECK(evicted > 0);
+}
+
+TEST_CASE("a dump's slow on_trace_ready does not hold records the window let go") {
+  test::temp_dir dir;
+  auto cfg = flight_config(dir, 0.2, /*memory_mb*/ 2);
+  cfg.flush_interval_ms = 2;
+  bool waited = false;
+  cfg.on_trace_ready = [&](const test::fs::path&) {
+    if (waited) return;
+    waited = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // ~3.6 MB recorded meanwhile
+  };
+  npuprof::session s{cfg};
+  s.start();
+  static const npuprof::registered_string<npuprof::default_domain> kTick{"tick"};
+  std::atomic<bool> stop{false};
+  std::uint64_t ranges = 0;
+  std::thread recorder([&] {
+    while (!stop.load()) {
+      for (int i = 0; i < 100; ++i) npuprof::scoped_range<> r{kTick};  // about 2.4 MB a second
+      ranges += 100;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  s.dump("slow reader");
+  stop = true;
+  recorder.join();
+  const test::trace t = test::load(s.stop());
+  MESSAGE(ranges << " ranges recorded");
+  CHECK(waited);
+  CHECK(t.count_of("dropped_events") == 0);
+}

@@ -3,7 +3,9 @@
 #include "support.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -151,6 +153,32 @@ TEST_CASE("unique_range can be moved to another thread and ends once") {
   });
   CHECK(t.count("moved request", "X") == 1);
   CHECK(t.count_of("unmatched_range_ends") == 0);
+}
+
+// Against its contract (a scoped range ends on its own thread), one held
+// behind a pointer may be ended elsewhere: it must not crash there, and no
+// count may wrap around.
+TEST_CASE("a scoped range ended on another thread neither crashes nor wraps a count") {
+  test::temp_dir dir;
+  static const npuprof::registered_string<kernels> kHeld{"held elsewhere"};
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  auto r = std::make_unique<npuprof::scoped_range<kernels>>(kHeld);
+  std::thread([&] { r.reset(); }).join();  // a thread that never recorded
+  auto r2 = std::make_unique<npuprof::scoped_range<kernels>>(kHeld);
+  std::atomic<bool> ended{false}, done{false};
+  std::thread alive([&] {
+    npuprof::mark<kernels>("other thread records");
+    r2.reset();
+    ended = true;
+    while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  });
+  while (!ended.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const test::trace t = test::load(s.stop());
+  done = true;
+  alive.join();
+  CHECK(t.count("held elsewhere", "X") == 2);
+  CHECK(t.count_of("open_scoped_ranges") <= 2);  // still counted where they began, never wrapped
 }
 
 TEST_CASE("unknown and repeated range ids are ignored and counted") {

@@ -55,7 +55,7 @@ class scoped_core {
       write_end(word_, stream_);
       return;
     }
-    scoped_ended(t_buffer);  // registered at the begin
+    scoped_ended(t_buffer);  // registered at the begin (on this thread, as the contract says)
     if (stream_ == nullptr) {
       write3(word_, tag_, raw_ticks());
     } else {

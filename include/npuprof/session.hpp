@@ -197,10 +197,11 @@ class session {
   void discard_stale_records();
   std::shared_ptr<detail::collected> collect(clock_point from, clock_point end, const detail::device_times* device,
                                              bool take_counts);
-  void finish_collection(detail::collected& c, std::int64_t end_ns);
+  void finish_collection(detail::collected& c, std::int64_t end_ns, detail::eviction evicted);
   void keep_collected(std::shared_ptr<detail::collected> c);
   std::filesystem::path write_data(const detail::collected& c, const std::string& parent);
   std::filesystem::path deliver(const detail::collected& c);
+  std::filesystem::path announce(const std::filesystem::path& dir);
   nlohmann::json cycle_note(bool partial) const;
   static bool records(step_action a) noexcept {
     return a == step_action::record || a == step_action::record_and_save;
@@ -241,7 +242,7 @@ class session {
   std::mutex host_sys_mutex_;
   std::vector<std::string> host_sys_unavailable_;  // guarded by host_sys_mutex_
   detail::dump_signal signal_;
-  detail::acl_backend* device_ = nullptr;  // null: host only
+  detail::device_backend* device_ = nullptr;  // null: host only
   nlohmann::json backend_note_;
   detail::device_times device_times_;
   std::shared_ptr<detail::collected> collected_ = std::make_shared<detail::collected>();  // of the last stop or cycle
@@ -530,7 +531,7 @@ inline std::filesystem::path session::stop() {
       records_.move_into(*c);
       if (cfg_.schedule) c->header.collection = cycle_note(true);
       if (!cfg_.schedule) c->header.collection["reason"] = stop_reason_;  // stop, exit, terminate, ...
-      finish_collection(*c, end.steady);
+      finish_collection(*c, end.steady, records_.evicted());
       keep_collected(c);
       written = std::move(c);
     }
@@ -591,7 +592,7 @@ inline void session::step() {
       cycle = collect(cut_point_, end, device_ != nullptr ? &device : nullptr, true);
       records_.move_into(*cycle);
       cycle->header.collection = cycle_note(false);
-      finish_collection(*cycle, end.steady);
+      finish_collection(*cycle, end.steady, records_.evicted());
       cut_point_ = end;
       ++cycle_;
     } else if (resumes) {
@@ -621,6 +622,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
   std::deque<std::vector<std::uint64_t>> live;  // stable addresses for the segments
   detail::device_times device;
   clock_point from{}, cut{}, end{};
+  detail::eviction evicted;
   {
     std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: cannot dump: the session is not running");
@@ -654,17 +656,22 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     if (device_ != nullptr) device = device_->snapshot();
     from = cut_point_;
     end = sample_clock();
+    evicted = records_.evicted();
     records_.reading_begins();
   }
   // Decoding and writing happen outside the control lock: the drainer goes
-  // on draining and trimming, and keeps what it trims until this is done.
+  // on draining and trimming, and keeps what it trims until the trace is
+  // written (not until on_trace_ready returns: it may take long, or dump again).
   struct done_reading {
-    session& s;
-    ~done_reading() {
+    session* s;
+    void now() {
+      if (s == nullptr) return;
       std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
-      s.records_.reading_ends();
+      s->records_.reading_ends();
+      s = nullptr;
     }
-  } reading{*this};
+    ~done_reading() { now(); }
+  } reading{this};
   // Ranges still open are drawn up to `end`, past every record read.
   std::shared_ptr<detail::collected> c = collect(from, end, device_ != nullptr ? &device : nullptr, false);
   c->segments.assign(taken.begin(), taken.end());
@@ -674,8 +681,10 @@ inline std::filesystem::path session::dump(const std::string& reason) {
                           {"dump", ++dumps_},
                           {"reason", reason},
                           {"counts", "since the session started"}};
-  finish_collection(*c, cut.steady);
-  return deliver(*c);
+  finish_collection(*c, cut.steady, evicted);
+  const std::filesystem::path dir = write_data(*c, cfg_.output_dir);
+  reading.now();
+  return announce(dir);
 }
 
 inline std::filesystem::path dump(const std::string& reason) {
@@ -714,7 +723,11 @@ inline std::filesystem::path session::write_data(const detail::collected& c, con
 
 // Writes under the configured output_dir and tells on_trace_ready.
 inline std::filesystem::path session::deliver(const detail::collected& c) {
-  const std::filesystem::path dir = write_data(c, cfg_.output_dir);
+  return announce(write_data(c, cfg_.output_dir));
+}
+
+// Notes `dir` as the last written and tells on_trace_ready.
+inline std::filesystem::path session::announce(const std::filesystem::path& dir) {
   {
     std::lock_guard<std::mutex> lock(data_mutex_);
     output_ = dir;
@@ -874,21 +887,22 @@ inline const trace_data& session::data() const {
 
 // What every written trace goes through: a flight recorder's window, then
 // the duration threshold (applied while the records are decoded).
-inline void session::finish_collection(detail::collected& c, std::int64_t end_ns) {
+inline void session::finish_collection(detail::collected& c, std::int64_t end_ns, detail::eviction evicted) {
   trace_data& d = c.header;
   if (cfg_.flight.enabled) {
     const std::int64_t from = std::max(d.start_ns, end_ns - static_cast<std::int64_t>(cfg_.flight.window_s * 1e9));
     c.window = true;
     c.window_from_ns = from;
+    c.complete_from_ns = std::max(from, evicted.until_ns);
     d.wall_start_ns += from - d.start_ns;  // the trace starts with its window
     d.start_ns = from;
-    d.counts.evicted_bytes = records_.evicted_bytes();
+    d.counts.evicted_bytes = evicted.bytes;
     d.collection["mode"] = "flight_recorder";
     d.collection["window_s"] = cfg_.flight.window_s;
     d.collection["window_start_ns"] = from;
     // The memory cap let go of records up to here: the window may be
     // incomplete before it.
-    d.collection["complete_from_ns"] = std::max(from, records_.evicted_until_ns());
+    d.collection["complete_from_ns"] = std::max(from, evicted.until_ns);
   }
   if (!cfg_.host_sys.empty()) {
     std::lock_guard<std::mutex> note(host_sys_mutex_);

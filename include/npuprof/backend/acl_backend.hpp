@@ -20,19 +20,19 @@
 #include <nlohmann/json.hpp>
 
 #include "../clock.hpp"
-#include "../detail/device_hook.hpp"
 #include "../detail/diagnostics.hpp"
 #include "../detail/device_times.hpp"
 #include "../detail/platform.hpp"
 #include "../detail/prefetch.hpp"
 #include "acl_runtime.hpp"
+#include "device_backend.hpp"
 #include "event_pool.hpp"
 
 namespace npuprof {
 NPUPROF_ABI_BEGIN
 namespace detail {
 
-class acl_backend final : public device_recorder {
+class acl_backend final : public device_backend {
  public:
   /// The backend for the runtime at `path` (empty: the default search),
   /// loaded once per process and never unloaded; null with `why` on failure.
@@ -58,7 +58,7 @@ class acl_backend final : public device_recorder {
   }
 
   /// Starts a session: resets the counts and takes the first clock reference.
-  void begin_session(std::uint32_t events_per_stream) {
+  void begin_session(std::uint32_t events_per_stream) override {
     events_per_stream_.store(events_per_stream, std::memory_order_relaxed);
     times_.clear();
     clock_ = device_clock_map();
@@ -79,7 +79,7 @@ class acl_backend final : public device_recorder {
 
   /// Reads the times of the events the device has passed and frees their
   /// slots; takes a clock reference now and then. Background thread only.
-  void resolve() {
+  void resolve() override {
     report_degraded();
     report_refused();
     take_reference(false);
@@ -88,7 +88,7 @@ class acl_backend final : public device_recorder {
 
   /// Ends a session: waits (at most `wait`) for the events in flight, takes a
   /// last clock reference and hands over the session's device times.
-  device_times finish(std::chrono::milliseconds wait) {
+  device_times finish(std::chrono::milliseconds wait) override {
     const auto deadline = std::chrono::steady_clock::now() + wait;
     for (;;) {
       resolve();
@@ -108,7 +108,7 @@ class acl_backend final : public device_recorder {
 
   /// The device times resolved so far, copied, without waiting or ending
   /// anything: what a dump of a running session shows.
-  device_times snapshot() {
+  device_times snapshot() override {
     resolve();
     device_times out;
     for (auto& [stream, t] : times_) out.streams[reinterpret_cast<std::uintptr_t>(stream)] = t;
@@ -119,7 +119,7 @@ class acl_backend final : public device_recorder {
 
   /// Forgets the times of events that ran before host time `from_ns`: a
   /// flight recorder keeps only its window.
-  void forget_before(std::int64_t from_ns) {
+  void forget_before(std::int64_t from_ns) override {
     for (auto& [stream, t] : times_) {
       std::size_t n = 0;
       while (n < t.device_ns.size() &&
@@ -134,7 +134,7 @@ class acl_backend final : public device_recorder {
   }
 
   /// What the metadata says about this backend and the session's device events.
-  nlohmann::json describe() const {
+  nlohmann::json describe() const override {
     std::uint64_t issued = 0, in_flight = 0, streams = 0;
     pools_.for_each_ready([&](const event_pool& p) {
       auto it = session_start_issued_.find(p.stream.load());
@@ -164,8 +164,8 @@ class acl_backend final : public device_recorder {
             {"degraded", err == 0 ? nlohmann::json(nullptr) : nlohmann::json(degraded_text())}};
   }
 
-  bool simulated() const noexcept { return rt_.simulated; }
-  std::int32_t device() const noexcept { return device_id_; }
+  bool simulated() const noexcept override { return rt_.simulated; }
+  std::int32_t device() const noexcept override { return device_id_; }
   const std::string& library() const noexcept { return rt_.path; }
 
  private:

@@ -14,6 +14,7 @@
 #include "../config.hpp"
 #include "acl_backend.hpp"
 #include "acl_runtime.hpp"
+#include "device_backend.hpp"
 #include "mstx_forward.hpp"
 
 namespace npuprof {
@@ -23,7 +24,7 @@ namespace detail {
 /// The backend a session runs with: a device backend, or none (host only),
 /// and what the metadata says about the choice.
 struct backend_choice {
-  acl_backend* device = nullptr;
+  device_backend* device = nullptr;
   mstx_forwarder* forwarder = nullptr;
   nlohmann::json note = {{"name", "host"}};
 };

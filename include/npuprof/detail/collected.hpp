@@ -55,6 +55,7 @@ struct collected {
   bool begins_may_be_gone = false;  // a flight recorder let old records go
   bool window = false;              // a flight recorder shows its window only
   std::int64_t window_from_ns = 0;
+  std::int64_t complete_from_ns = 0;  // records before it may have been let go for the memory cap
   std::int64_t min_duration_ns = 0;
 
   /// Keeps the records of a chunk the pool no longer counts (see
@@ -90,10 +91,16 @@ struct collected {
 inline void filter_window(const collected& c, trace_data& d) {
   if (c.window) {
     d.counts.outside_window += keep_window(d, c.window_from_ns);
+    // A range whose begin was let go is drawn from where the window is
+    // complete (its start, unless the memory cap let go of more), and
+    // counted once it is known to be in the window.
+    const std::int64_t from = std::max(c.window_from_ns, c.complete_from_ns);
     for (trace_event& e : d.events) {
-      if (!e.began_before_window || e.ts >= c.window_from_ns) continue;
-      e.dur -= c.window_from_ns - e.ts;  // drawn from the start of the window
-      e.ts = c.window_from_ns;
+      if (!e.began_before_window) continue;
+      ++d.counts.began_before_window;
+      const std::int64_t end = e.ts + e.dur;
+      e.ts = std::min(from, end);
+      e.dur = end - e.ts;
     }
   }
   d.counts.short_ranges += keep_long_ranges(d, c.min_duration_ns);

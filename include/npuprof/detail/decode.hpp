@@ -168,14 +168,13 @@ class decoder {
       ++out_.counts.unmatched_range_ends;
       return;
     }
-    ++out_.counts.began_before_window;
     trace_event& ev = out_.events.emplace_back();
     ev.what = trace_event::type::slice;
     ev.began_before_window = true;
     ev.id_matched = true;
     ev.name = intern("(began before the window)");
     ev.tid = ev.end_tid = r.tid;
-    ev.ts = std::min(out_.start_ns, out_.clock.to_ns(r.ticks));
+    ev.ts = std::min(out_.start_ns, out_.clock.to_ns(r.ticks));  // filter_window() draws it from the window
     ev.dur = out_.clock.to_ns(r.ticks) - ev.ts;
   }
 

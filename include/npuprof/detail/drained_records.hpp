@@ -26,6 +26,13 @@ inline std::size_t segment_bytes(const segment& s) {
   return s.owned ? s.source->bytes : static_cast<std::size_t>(s.to - s.from) * sizeof(std::uint64_t);
 }
 
+/// What a flight recorder let go for its memory cap: how many bytes, and
+/// until when records may be missing for it.
+struct eviction {
+  std::uint64_t bytes = 0;
+  std::int64_t until_ns = 0;
+};
+
 /// Records taken from the buffers, oldest first. Not thread-safe: the
 /// session calls it under its control lock.
 class drained_records {
@@ -74,8 +81,8 @@ class drained_records {
   void trim(std::int64_t oldest_ns, std::size_t keep_bytes) {
     while (!segments_.empty() && segments_.front().drained_ns < oldest_ns) drop_oldest();
     while (!segments_.empty() && held_bytes_ > keep_bytes) {
-      evicted_bytes_ += segment_bytes(segments_.front());
-      evicted_until_ns_ = segments_.front().drained_ns;
+      evicted_.bytes += segment_bytes(segments_.front());
+      evicted_.until_ns = segments_.front().drained_ns;
       drop_oldest();
     }
   }
@@ -120,14 +127,9 @@ class drained_records {
   }
 
   const std::deque<segment>& segments() const noexcept { return segments_; }
-  /// Flight recorder: bytes let go for the memory cap, and until when
-  /// records may be missing for it.
-  std::uint64_t evicted_bytes() const noexcept { return evicted_bytes_; }
-  std::int64_t evicted_until_ns() const noexcept { return evicted_until_ns_; }
-  void reset_eviction() noexcept {
-    evicted_bytes_ = 0;
-    evicted_until_ns_ = 0;
-  }
+  /// Flight recorder: what the memory cap let go so far.
+  eviction evicted() const noexcept { return evicted_; }
+  void reset_eviction() noexcept { evicted_ = {}; }
 
  private:
   void drop_oldest() {
@@ -151,8 +153,7 @@ class drained_records {
   std::deque<segment> segments_;
   std::deque<std::vector<std::uint64_t>> copies_;  // records of chunks given back early
   std::size_t held_bytes_ = 0;                     // memory segments_ keep from the pool
-  std::uint64_t evicted_bytes_ = 0;
-  std::int64_t evicted_until_ns_ = 0;
+  eviction evicted_;
   int readers_ = 0;
   std::vector<chunk*> retired_chunks_;                      // let go while read
   std::deque<std::vector<std::uint64_t>> retired_copies_;  // ... and copies

@@ -41,9 +41,14 @@ inline void scoped_begun(thread_buffer* tb) noexcept {
   tb->open_scoped.store(tb->open_scoped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-/// Counts the end of one, on the thread that began it.
+/// Counts the end of one, on the thread that began it. A scoped range ended
+/// on another thread (moved there behind a pointer, against its contract)
+/// must not crash there, nor wrap that thread's count: it stays counted as
+/// open where it began.
 inline void scoped_ended(thread_buffer* tb) noexcept {
-  tb->open_scoped.store(tb->open_scoped.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+  if (NPUPROF_UNLIKELY(tb == nullptr)) return;
+  const std::uint32_t n = tb->open_scoped.load(std::memory_order_relaxed);
+  if (NPUPROF_LIKELY(n != 0)) tb->open_scoped.store(n - 1, std::memory_order_relaxed);
 }
 
 /// The calling thread's buffer; null until its first recorded event.

@@ -34,7 +34,11 @@ inline void record_counter(domain_handle& h, const message& name, T value) noexc
 }  // namespace detail
 
 /// Records one sample of counter `name` in domain D. Integers are kept as
-/// 64-bit integers, floating-point values as doubles.
+/// 64-bit integers, floating-point values as doubles; a value of any other
+/// type does not compile. Each counter name is one counter track.
+///
+/// Thread safety: any thread, without locks. Cost: as a mark (one counter
+/// read and a store into the thread's buffer).
 ///
 ///     npuprof::counter<kernels>("queue_depth", 17);
 template <class D = default_domain, class T>
@@ -47,6 +51,8 @@ NPUPROF_ALWAYS_INLINE void counter(detail::message name, T value) noexcept {
   }
 }
 
+/// Records a counter sample in a domain known at run time (see
+/// domain_by_name). Same thread safety and cost as the typed overload.
 template <class T>
 inline void counter(runtime_domain d, detail::message name, T value) noexcept {
   if constexpr (compiled_in<runtime_domain>) {

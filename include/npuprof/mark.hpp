@@ -16,6 +16,12 @@ NPUPROF_ABI_BEGIN
 /// Records an instant event named `msg` in domain D. With a stream, the mark
 /// is also tied to that device stream.
 ///
+/// `msg` is a registered_string (cheapest: its id is stored), a string
+/// literal or any text (copied, up to 255 bytes; longer is truncated and
+/// counted). Thread safety: any thread, without locks. Cost: one counter
+/// read and a store into the thread's buffer; a load and a branch when the
+/// domain does not record; nothing when D is compiled out.
+///
 ///     npuprof::mark("checkpoint");
 ///     npuprof::mark<kernels>(kLaunch, stream);
 template <class D = default_domain>
@@ -29,7 +35,9 @@ NPUPROF_ALWAYS_INLINE void mark(detail::message msg, stream_t stream = nullptr) 
   }
 }
 
-/// Records a mark in a domain known at run time.
+/// Records a mark in a domain known at run time (see domain_by_name), for
+/// code that learns its domain names from configuration or a plugin.
+/// Same thread safety and cost as the typed overload.
 inline void mark(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
   if constexpr (compiled_in<runtime_domain>) {
     if (const std::uint16_t s = detail::recording_state(d.handle())) {

@@ -105,7 +105,7 @@ class session {
         if (cfg_.flight.enabled && !cfg_.flight.dump_at_exit) {
           cancel();
         } else {
-          stop_reason_ = "session destroyed";
+          run_.stop_reason = "session destroyed";
           stop();
         }
       } catch (const std::exception& e) {
@@ -170,8 +170,8 @@ class session {
   /// config::trace_id_callback, else generated.
   const std::string& trace_id() const noexcept { return trace_id_; }
   /// Steps ended so far, and what the current one does.
-  long current_step() const noexcept { return step_; }
-  step_action current_action() const noexcept { return action_; }
+  long current_step() const noexcept { return run_.step; }
+  step_action current_action() const noexcept { return run_.action; }
 
   /// Adds `key: value` to the "user" section of profiler_metadata.json (the
   /// model, the build, the request mix...). A later value for a key wins.
@@ -214,15 +214,22 @@ class session {
   std::condition_variable wake_;
   bool stop_requested_ = false;
   std::atomic<bool> running_{false};
-  clock_point start_point_{};
-  clock_point cut_point_{};  // records before it belong to an earlier cycle
-  // Records stamped before it belong to no trace: the session's start, the
-  // last clear(), or the start of the last cycle that followed a pause.
-  std::uint64_t stale_before_ = 0;
-  std::int64_t wall_start_ = 0;
-  long step_ = 0;
-  long cycle_ = 0;
-  step_action action_ = step_action::record;
+  // What one run (start() to stop()) knows; start() resets it whole.
+  struct run_state {
+    clock_point start_point{};
+    clock_point cut_point{};  // records before it belong to an earlier cycle
+    // Records stamped before it belong to no trace: the session's start, the
+    // last clear(), or the start of the last cycle that followed a pause.
+    std::uint64_t stale_before = 0;
+    std::int64_t wall_start = 0;
+    long step = 0;
+    long cycle = 0;
+    step_action action = step_action::record;
+    bool stopping = false;  // guarded by control
+    int dumps = 0;
+    std::string stop_reason = "stop";
+  };
+  run_state run_;
   // Serialises dumps with everything that recycles segments. Taken before
   // state().control; the drainer only ever tries it. Recursive: an error
   // thrown out of dump() that nobody catches ends in std::terminate without
@@ -235,10 +242,7 @@ class session {
   std::atomic<int> users_{0};
   std::thread dumper_;  // a dump asked for by signal (guarded by control)
   std::atomic<bool> dumper_busy_{false};
-  bool stopping_ = false;  // guarded by control
   bool parents_copy_ = false;  // this process is a fork() child of the one running it
-  int dumps_ = 0;
-  std::string stop_reason_ = "stop";
   std::mutex host_sys_mutex_;
   std::vector<std::string> host_sys_unavailable_;  // guarded by host_sys_mutex_
   detail::dump_signal signal_;
@@ -294,7 +298,7 @@ inline void stop_active_session_for(const char* why) {
       s->cancel();
       return;
     }
-    s->stop_reason_ = why;
+    s->run_.stop_reason = why;
     const auto dir = s->stop();
     if (dir.empty()) {
       detail::say("session still running at %s: stopped, nothing to write", why);
@@ -392,15 +396,12 @@ inline void session::start() {
   detail::pool().top_up();
   trace_id_ = cfg_.trace_id_callback ? cfg_.trace_id_callback() : std::string();
   if (trace_id_.empty()) trace_id_ = detail::new_trace_id();
-  start_point_ = cut_point_ = sample_clock();
-  stale_before_ = start_point_.ticks;
-  stop_reason_ = "stop";
-  wall_start_ = wall_ns() - (steady_ns() - start_point_.steady);
-  step_ = cycle_ = 0;
-  dumps_ = 0;
+  run_ = run_state{};
+  run_.start_point = run_.cut_point = sample_clock();
+  run_.stale_before = run_.start_point.ticks;
+  run_.wall_start = wall_ns() - (steady_ns() - run_.start_point.steady);
+  run_.action = cfg_.schedule ? cfg_.schedule->action(0) : step_action::record;
   records_.reset_eviction();
-  stopping_ = false;
-  action_ = cfg_.schedule ? cfg_.schedule->action(0) : step_action::record;
 
   st.domains.set_filter({cfg_.mstx, cfg_.domain_include, cfg_.domain_exclude});
   detail::backend_choice backend = detail::choose_backend(cfg_);
@@ -416,7 +417,7 @@ inline void session::start() {
   }
   st.active.store(this, std::memory_order_release);
   running_.store(true, std::memory_order_release);
-  st.domains.set_recording(records(action_));
+  st.domains.set_recording(records(run_.action));
   if (cfg_.flight.enabled) {
     detail::dump_signal::take();  // a signal raised before this session is not for it
     signal_.install(cfg_.flight.signal);
@@ -464,7 +465,7 @@ inline void session::retire_dumper() {
   std::thread dumper;
   {
     std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
-    stopping_ = true;
+    run_.stopping = true;
     dumper = std::move(dumper_);
   }
   if (!dumper.joinable()) return;
@@ -488,12 +489,12 @@ inline void session::trim_window() {
 
 inline nlohmann::json session::cycle_note(bool partial) const {
   const long active = cfg_.schedule->active;
-  const long last = partial ? step_ : step_ - 1;
+  const long last = partial ? run_.step : run_.step - 1;
   const long cycle_start = cfg_.schedule->skip_first +
-                           cycle_ * (cfg_.schedule->wait + cfg_.schedule->warmup + active) +
+                           run_.cycle * (cfg_.schedule->wait + cfg_.schedule->warmup + active) +
                            cfg_.schedule->wait + cfg_.schedule->warmup;
   return {{"mode", "schedule"},
-          {"cycle", cycle_},
+          {"cycle", run_.cycle},
           {"record_steps", {cycle_start, last}},
           {"complete", !partial},
           {"schedule", cfg_.schedule->to_json()}};
@@ -526,11 +527,11 @@ inline std::filesystem::path session::stop() {
   {
     std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
     const clock_point end = sample_clock();
-    if (!cfg_.schedule || records(action_)) {  // else stopped between cycles: everything was written
-      auto c = collect(cut_point_, end, device_ != nullptr ? &device_times_ : nullptr, true);
+    if (!cfg_.schedule || records(run_.action)) {  // else stopped between cycles: everything was written
+      auto c = collect(run_.cut_point, end, device_ != nullptr ? &device_times_ : nullptr, true);
       records_.move_into(*c);
       if (cfg_.schedule) c->header.collection = cycle_note(true);
-      if (!cfg_.schedule) c->header.collection["reason"] = stop_reason_;  // stop, exit, terminate, ...
+      if (!cfg_.schedule) c->header.collection["reason"] = run_.stop_reason;  // stop, exit, terminate, ...
       finish_collection(*c, end.steady, records_.evicted());
       keep_collected(c);
       written = std::move(c);
@@ -565,8 +566,8 @@ inline void session::clear() {
   // counts start again first: a drop has no time stamp, and one after the
   // cut must not go uncounted (one just before it is counted, to be safe).
   reset_counts();
-  cut_point_ = sample_clock();
-  stale_before_ = cut_point_.ticks;
+  run_.cut_point = sample_clock();
+  run_.stale_before = run_.cut_point.ticks;
   records_.recycle_all();
 }
 
@@ -578,23 +579,23 @@ inline void session::step() {
     detail::process_state& st = detail::state();
     std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: step(): the session is not running");
-    const step_action ended = action_;
-    ++step_;
+    const step_action ended = run_.action;
+    ++run_.step;
     if (!cfg_.schedule) return;
-    action_ = cfg_.schedule->action(step_);
-    const bool resumes = !records(ended) && records(action_);
-    if (!resumes) st.domains.set_recording(records(action_));
+    run_.action = cfg_.schedule->action(run_.step);
+    const bool resumes = !records(ended) && records(run_.action);
+    if (!resumes) st.domains.set_recording(records(run_.action));
     if (ended == step_action::record_and_save) {
       records_.take_published();
       detail::device_times device;
       if (device_ != nullptr) device = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
       const clock_point end = sample_clock();
-      cycle = collect(cut_point_, end, device_ != nullptr ? &device : nullptr, true);
+      cycle = collect(run_.cut_point, end, device_ != nullptr ? &device : nullptr, true);
       records_.move_into(*cycle);
       cycle->header.collection = cycle_note(false);
       finish_collection(*cycle, end.steady, records_.evicted());
-      cut_point_ = end;
-      ++cycle_;
+      run_.cut_point = end;
+      ++run_.cycle;
     } else if (resumes) {
       // A new cycle records from here: what came before belongs to none. It
       // is thrown away before recording resumes, as records threads publish
@@ -602,11 +603,11 @@ inline void session::step() {
       records_.drain_full();
       records_.recycle_all();
       discard_stale_records();
-      cut_point_ = sample_clock();
-      stale_before_ = cut_point_.ticks;
+      run_.cut_point = sample_clock();
+      run_.stale_before = run_.cut_point.ticks;
       st.domains.set_recording(true);
     }
-    if (action_ == step_action::warmup) detail::pool().top_up();
+    if (run_.action == step_action::warmup) detail::pool().top_up();
   }
   if (cycle) {
     keep_collected(cycle);
@@ -654,7 +655,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
       if (!drained) taken.push_back(c);
     }
     if (device_ != nullptr) device = device_->snapshot();
-    from = cut_point_;
+    from = run_.cut_point;
     end = sample_clock();
     evicted = records_.evicted();
     records_.reading_begins();
@@ -678,7 +679,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
   c->storage = std::move(live);  // the copies' records stay where the segments point
   c->header.end_ns = cut.steady;
   c->header.collection = {{"mode", cfg_.flight.enabled ? "flight_recorder" : "session"},
-                          {"dump", ++dumps_},
+                          {"dump", ++run_.dumps},
                           {"reason", reason},
                           {"counts", "since the session started"}};
   finish_collection(*c, cut.steady, evicted);
@@ -781,7 +782,7 @@ inline void session::drain_loop() {
 // A dump asked for by signal runs on a thread of its own, so that draining
 // goes on meanwhile. Called with the control lock held.
 inline void session::start_signal_dump() {
-  if (stopping_ || dumper_busy_.load(std::memory_order_acquire)) return;  // the flag waits
+  if (run_.stopping || dumper_busy_.load(std::memory_order_acquire)) return;  // the flag waits
   if (!detail::dump_signal::take()) return;
   if (dumper_.joinable()) dumper_.join();  // finished: it cleared busy
   dumper_busy_.store(true, std::memory_order_release);
@@ -828,7 +829,7 @@ inline std::shared_ptr<detail::collected> session::collect(clock_point from, clo
   d.clock = clock_calibration(st.origin, end);
   d.start_ns = from.steady;
   d.end_ns = end.steady;
-  d.wall_start_ns = wall_start_ + (from.steady - start_point_.steady);
+  d.wall_start_ns = run_.wall_start + (from.steady - run_.start_point.steady);
   d.pid = static_cast<std::uint32_t>(::getpid());
   d.process_name = detail::process_name();
   d.hostname = detail::host_name();
@@ -848,12 +849,12 @@ inline std::shared_ptr<detail::collected> session::collect(clock_point from, clo
     c->device = *device;
     c->has_device = true;
   }
-  // Records stamped before stale_before_ belong to no trace. Every other
+  // Records stamped before run_.stale_before belong to no trace. Every other
   // record taken belongs to this data, even one stamped just before `from`
   // and published after the previous cycle was cut.
   c->trace_id = trace_id_;
   c->user_metadata = user_metadata_;
-  c->stale_before = stale_before_;
+  c->stale_before = run_.stale_before;
   c->end_ticks = end.ticks;
   c->begins_may_be_gone = cfg_.flight.enabled;
   auto count = [&](std::atomic<std::uint64_t>& n) { return take_counts ? n.exchange(0) : n.load(); };

@@ -60,6 +60,34 @@ std::vector<std::int64_t> sequence_in(const test::trace& t) {
   return seq;
 }
 
+// Records `per_ms` registered scoped ranges (24 bytes each), then sleeps a
+// millisecond, until told to stop or `enough` ranges went by (at most 30 s).
+struct paced_recorder {
+  std::atomic<bool> stop{false};
+  std::atomic<bool> done{false};
+  std::atomic<std::uint64_t> ranges{0};
+  std::thread thread;
+
+  explicit paced_recorder(int per_ms, std::uint64_t enough = ~std::uint64_t{0}) {
+    thread = std::thread([this, per_ms, enough] {
+      static const npuprof::registered_string<npuprof::default_domain> kTick{"tick"};
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (!stop.load() && ranges.load() < enough && std::chrono::steady_clock::now() < deadline) {
+        for (int i = 0; i < per_ms; ++i) npuprof::scoped_range<> r{kTick};
+        ranges += static_cast<std::uint64_t>(per_ms);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      done = true;
+    });
+  }
+  ~paced_recorder() { finish(); }  // also when a failed REQUIRE leaves early
+  std::uint64_t finish() {
+    stop = true;
+    if (thread.joinable()) thread.join();
+    return ranges.load();
+  }
+};
+
 }  // namespace
 
 TEST_CASE("a dump holds exactly the window, and recording goes on through it") {
@@ -214,30 +242,19 @@ TEST_CASE("dumps back to back do not hold up trimming: recording far past the me
   cfg.flush_interval_ms = 5;
   npuprof::session s{cfg};
   s.start();
-  static const npuprof::registered_string<npuprof::default_domain> kTick{"tick"};
-  std::atomic<bool> stop{false};
-  std::uint64_t ranges = 0;
-  std::thread recorder([&] {
-    // At most about 24 MB of records a second: the window holds a small part
-    // of the cap, and recording goes on until three times the cap went by.
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (ranges * 24 <= 3 * (16u << 20) && std::chrono::steady_clock::now() < deadline) {
-      for (int i = 0; i < 1000; ++i) npuprof::scoped_range<> r{kTick};
-      ranges += 1000;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    stop = true;
-  });
+  // At most about 24 MB of records a second: the window holds a small part
+  // of the cap, and recording goes on until three times the cap went by.
+  paced_recorder recorder(1000, 3 * (16u << 20) / 24 + 1);
   // Two threads dump in turn, so that one always holds the dump lock.
   std::vector<test::fs::path> written[2];
   std::vector<std::thread> dumpers;
   for (auto& paths : written) {
     dumpers.emplace_back([&] {
-      while (!stop.load()) paths.push_back(s.dump("back to back"));
+      while (!recorder.done.load()) paths.push_back(s.dump("back to back"));
     });
   }
   for (auto& t : dumpers) t.join();
-  recorder.join();
+  const std::uint64_t ranges = recorder.finish();
   const test::trace last = test::load(s.stop());
   std::size_t dumps = 0;
   std::uint64_t dropped_in_dumps = 0, ticks_in_dumps = 0;
@@ -483,22 +500,14 @@ TEST_CASE("dumps taken while the memory cap lets go of records read consistent c
   cfg.flush_interval_ms = 1;
   npuprof::session s{cfg};
   s.start();
-  static const npuprof::registered_string<npuprof::default_domain> kTick{"tick"};
-  std::atomic<bool> stop{false};
-  std::thread recorder([&] {
-    while (!stop.load()) {
-      for (int i = 0; i < 1000; ++i) npuprof::scoped_range<> r{kTick};
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  });
+  paced_recorder recorder(1000);
   std::uint64_t evicted = 0;
   for (int i = 0; i < 30; ++i) {
     const test::trace t = test::load(s.dump("evicting"));
     CHECK(t.count_of("evicted_bytes") >= evicted);  // counts since the start: they only grow
     evicted = t.count_of("evicted_bytes");
   }
-  stop = true;
-  recorder.join();
+  recorder.finish();
   s.stop();
   CHECK(evicted > 0);
 }
@@ -515,20 +524,10 @@ TEST_CASE("a dump's slow on_trace_ready does not hold records the window let go"
   };
   npuprof::session s{cfg};
   s.start();
-  static const npuprof::registered_string<npuprof::default_domain> kTick{"tick"};
-  std::atomic<bool> stop{false};
-  std::uint64_t ranges = 0;
-  std::thread recorder([&] {
-    while (!stop.load()) {
-      for (int i = 0; i < 100; ++i) npuprof::scoped_range<> r{kTick};  // about 2.4 MB a second
-      ranges += 100;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  });
+  paced_recorder recorder(100);  // about 2.4 MB a second
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   s.dump("slow reader");
-  stop = true;
-  recorder.join();
+  const std::uint64_t ranges = recorder.finish();
   const test::trace t = test::load(s.stop());
   MESSAGE(ranges << " ranges recorded");
   CHECK(waited);

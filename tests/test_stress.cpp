@@ -104,8 +104,9 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
       const std::string name = e["name"];
       CHECK_MESSAGE(in_this.insert(name).second, "mark '" << name << "' appears twice in one trace");
       if (!overlapping) {
-        const auto [at, first] = seen.emplace(name, t.meta["collection"].dump());
-        CHECK_MESSAGE(first, "mark '" << name << "' appears in two traces: " << at->second << " and "
+        // Not a structured binding: the check's message is built in a lambda.
+        const auto inserted = seen.emplace(name, t.meta["collection"].dump());
+        CHECK_MESSAGE(inserted.second, "mark '" << name << "' appears in two traces: " << inserted.first->second << " and "
                                       << t.meta["collection"].dump() << " (session " << sessions << ")");
       }
       by_tid[e["tid"]].push_back(std::stoull(name.substr(name.find(' ') + 1)));

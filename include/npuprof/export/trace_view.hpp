@@ -72,6 +72,16 @@ inline std::size_t format_fixed(char (&buf)[40], std::uint64_t units, int decima
   return static_cast<std::size_t>(p - buf);
 }
 
+/// The distance from positive, finite `x` to the next double up.
+inline double end_ulp(double x) noexcept {
+  std::uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits &= 0x7ff0000000000000u;  // x's power of two; its ulp is 2^-52 of it
+  double power;
+  std::memcpy(&power, &bits, sizeof power);
+  return power * 0x1p-52;
+}
+
 /// Writes the `dur` of a slice at `ts_ns` lasting `dur_ns` so that a reader
 /// adding ts and dur as float64 (every JSON viewer does) lands exactly on
 /// the double the slice's end time reads as. Otherwise, at absolute
@@ -89,11 +99,17 @@ inline std::size_t format_duration(char (&buf)[40], std::int64_t ts_ns, std::int
   const double end = static_cast<double>(ts_ns + dur_ns) / 1000.0;
   if (ts + static_cast<double>(dur_ns) / 1000.0 == end) return format_fixed(buf, static_cast<std::uint64_t>(dur_ns), 3);
   const double want = end - ts;  // exact: the two are within a factor of two
-  double scale = 1000.0;
-  for (int decimals = 4; decimals <= 12; ++decimals) {
-    scale *= 10.0;
-    const double units = std::nearbyint(want * scale);
-    if (units >= 9007199254740992.0) break;  // 2^53: no longer exact
+  // Only a step of at most about ten of end's ulps can land: coarser ones
+  // are skipped without a try.
+  const double ulp = end_ulp(end);
+  double scale = 10000.0;
+  int decimals = 4;
+  for (; decimals < 12 && scale * ulp < 0.1; ++decimals) scale *= 10.0;
+  for (; decimals <= 12; ++decimals, scale *= 10.0) {
+    const double scaled = want * scale;
+    if (scaled >= 9007199254740992.0) break;  // 2^53: no longer exact
+    // The nearest integer, inline (std::nearbyint is a library call here).
+    const double units = static_cast<double>(static_cast<std::uint64_t>(scaled + 0.5));
     if (ts + units / scale == end) return format_fixed(buf, static_cast<std::uint64_t>(units), decimals);
   }
   return fmt::format_to_n(buf, sizeof buf, "{}", want).size;  // shortest form that reads back as `want`

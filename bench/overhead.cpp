@@ -8,6 +8,9 @@
 // ratio to the floor (or to the row named), and the target. Peers are
 // measured in the same binary when their headers were found at build time.
 #include <npuprof/session.hpp>
+#if defined(NPUPROF_BENCH_DATABASE)
+#include <npuprof/database.hpp>
+#endif
 
 #include <benchmark/benchmark.h>
 
@@ -643,12 +646,49 @@ double raw_write_seconds(const std::string& dir, std::uintmax_t bytes) {
   return secs;
 }
 
-std::uintmax_t trace_file_bytes(const std::string& dir) {
+std::uintmax_t file_bytes_under(const std::string& dir, const std::string& name) {
   std::error_code ec;
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir, ec)) {
-    if (e.path().filename() == "trace_view.json") return e.file_size(ec);
+    if (e.path().filename() == name) return e.file_size(ec);
   }
   return 0;
+}
+
+std::uintmax_t trace_file_bytes(const std::string& dir) { return file_bytes_under(dir, "trace_view.json"); }
+
+// The database export (export_type "db") of the same recording as the JSON
+// rows: events a second, and its bytes per range next to the JSON's.
+void database_rows(double json_bytes_per_event) {
+#if defined(NPUPROF_BENCH_DATABASE)
+  constexpr int n = 1'000'000;
+  npuprof::config cfg = bench_config();
+  cfg.output_dir = "/tmp/npuprof-bench-database";
+  cfg.export_type = {"db"};
+  static const npuprof::registered_string<bench_domain> name{"exported range"};
+  std::vector<double> rates;
+  double bytes_per_event = 0;
+  for (int run = 0; run < 3; ++run) {
+    npuprof::session s{cfg};
+    s.start();
+    for (int i = 0; i < n; ++i) npuprof::scoped_range<bench_domain> r{name};
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let the drainer settle: not export work
+    const auto t0 = std::chrono::steady_clock::now();
+    s.stop();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rates.push_back(n / secs / 1e6);
+    bytes_per_event = static_cast<double>(file_bytes_under(cfg.output_dir, "ascend_pytorch_profiler.db")) / n;
+    std::error_code ec;
+    std::filesystem::remove_all(cfg.output_dir, ec);
+  }
+  std::printf("%-40s %9.2f %9s  %s\n", "export db: M events/s (median of 3)", median(rates), "",
+              ">= 2 on one core (stop+write)");
+  std::printf("%-40s %9.2f %9.2f  %s\n", "export db: bytes per range", bytes_per_event,
+              json_bytes_per_event > 0 ? json_bytes_per_event / bytes_per_event : 0.0,
+              "ratio: the JSON's bytes per range to these");
+#else
+  (void)json_bytes_per_event;
+  std::printf("%-40s %9s %9s  %s\n", "export db", "-", "-", "skipped: SQLite not found at build time");
+#endif
 }
 
 // Export: how fast a stopped session writes trace_view.json, against the
@@ -708,6 +748,7 @@ void export_rows() {
                 "<= 0.5; peak resident memory during stop() less resident before, median of 4");
   }
   std::printf("%-40s %9.2f %9s  %s\n", "export: buffer bytes per scoped range", bytes_per_range, "", "<= 32");
+  database_rows(file_bytes_per_event);
 }
 
 // Bursts at the default cap: a thread (or many) records far faster than

@@ -4,6 +4,7 @@
 
 #include "detail/abi.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -90,6 +91,11 @@ struct config {
   /// every `host_sys_interval_ms`, as counter tracks of the "host_sys" domain.
   std::vector<std::string> host_sys;
   unsigned host_sys_interval_ms = 100;
+  /// `export_type`: what each output directory holds, "text" (trace_view.json,
+  /// profiler_metadata.json, range_summary.csv) and/or "db" (an SQLite
+  /// database laid out as msprof's; needs <npuprof/database.hpp>). An
+  /// unknown value is warned about and left out; none left means "text".
+  std::vector<std::string> export_type = {"text"};
   /// `mstx_library`: that library (default: NPUPROF_MSTX_LIBRARY, else
   /// $ASCEND_HOME_PATH/lib64/libms_tools_ext.so, else the loader's search).
   std::string mstx_library;
@@ -251,6 +257,34 @@ inline void check_host_sys(const config& c, const config_key& k) {
   }
 }
 
+/// Leaves out, with a warning, the export types npuprof does not know, as
+/// torch_npu does; none left means "text".
+inline void keep_known_export_types(config& c, const std::string& source) {
+  std::vector<std::string> known;
+  for (const std::string& t : c.export_type) {
+    if (t == "text" || t == "db") {
+      if (std::find(known.begin(), known.end(), t) == known.end()) known.push_back(t);
+    } else {
+      warn(c, source + ": export_type: unknown type \"" + t + "\" (ignored); expected \"text\" or \"db\"");
+    }
+  }
+  if (known.empty()) known = {"text"};
+  c.export_type = std::move(known);
+}
+
+inline config_key export_type_key() {
+  config_key k = list_key<&config::export_type>("export_type", "NPUPROF_EXPORT_TYPE", "an array like [\"text\", \"db\"]");
+  k.from_json = [](config& c, const std::string& source, const config_key& key, const nlohmann::json& v) {
+    list_from_json<&config::export_type>(c, source, key, v);
+    keep_known_export_types(c, source);
+  };
+  k.from_env = [](config& c, const config_key& key, const char* v) {
+    list_from_env<&config::export_type>(c, key, v);
+    keep_known_export_types(c, std::string("environment variable ") + key.env);
+  };
+  return k;
+}
+
 inline config_key schedule_key() {
   return {"schedule", nullptr, {0, 0}, {}, {},
           [](config& c, const std::string& source, const config_key&, const nlohmann::json& v) {
@@ -333,6 +367,7 @@ inline const std::vector<config_key>& config_keys() {
       list_key<&config::host_sys>("host_sys", "NPUPROF_HOST_SYS", "an array like [\"cpu\", \"mem\"]", &check_host_sys),
       integer_key<&config::host_sys_interval_ms>("host_sys_interval_ms", "NPUPROF_HOST_SYS_INTERVAL_MS",
                                                  host_sys_interval_ms_range),
+      export_type_key(),
   };
   return keys;
 }

@@ -46,6 +46,7 @@
 #include "detail/state.hpp"
 #include "domain_filter.hpp"
 #include "error.hpp"
+#include "export/database_slot.hpp"
 #include "export/file.hpp"
 #include "export/output_dir.hpp"
 #include "export/trace_files.hpp"
@@ -87,6 +88,7 @@ class session {
  public:
   explicit session(config cfg = config::from_env()) : cfg_(std::move(cfg)) {
     cfg_.validate();
+    detail::keep_known_export_types(cfg_, cfg_.source);
     detail::install_control_table();
     if (detail::control() == nullptr) {
       char why[320];
@@ -200,6 +202,9 @@ class session {
   void finish_collection(detail::collected& c, std::int64_t end_ns, detail::eviction evicted);
   void keep_collected(std::shared_ptr<detail::collected> c);
   std::filesystem::path write_data(const detail::collected& c, const std::string& parent);
+  bool wants_export(std::string_view type) const {
+    return std::find(cfg_.export_type.begin(), cfg_.export_type.end(), type) != cfg_.export_type.end();
+  }
   std::filesystem::path deliver(const detail::collected& c);
   std::filesystem::path announce(const std::filesystem::path& dir);
   nlohmann::json cycle_note(bool partial) const;
@@ -382,6 +387,10 @@ inline std::string process_name() {
 }  // namespace detail
 
 inline void session::start() {
+  if (wants_export("db") && detail::installed_database_writer() == nullptr) {
+    throw config_error("export_type \"db\" needs the database export: include <npuprof/database.hpp> in the file "
+                       "that starts profiling and link SQLite (meson: npuprof_db_dep)");
+  }
   detail::check_output_dir(cfg_.output_dir);  // its problems show now, not at the first write
   detail::process_state& st = detail::state();
   std::lock_guard<detail::recursive_mutex> lock(st.control);
@@ -713,7 +722,8 @@ inline std::filesystem::path session::write_data(const detail::collected& c, con
   // Named for when it is written, not for when the data begins.
   detail::output_directory dir = detail::make_output_dir(parent, worker, d.pid, wall_ns());
   try {
-    detail::write_trace_files(c, dir, c.trace_id, c.user_metadata);
+    if (wants_export("text")) detail::write_trace_files(c, dir, c.trace_id, c.user_metadata);
+    if (wants_export("db")) detail::installed_database_writer()(c, dir, c.trace_id, c.user_metadata);
   } catch (...) {
     // No half-written output directory is left for a viewer to trip over.
     dir.discard();

@@ -148,6 +148,20 @@ class output_directory {
     return fd;
   }
 
+  /// Makes the directory `name` inside and returns it, held open the same
+  /// way. Its discard() removes what it holds and it; discard() here
+  /// removes it once empty.
+  output_directory subdirectory(const std::string& name) {
+    auto self = std::make_shared<unique_fd>(::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0));
+    if (!*self) throw error("npuprof: cannot open '" + path_.string() + "': " + std::strerror(errno));
+    output_directory sub;
+    if (!sub.make(std::move(self), path_, name)) {
+      throw error("npuprof: cannot create directory '" + path_of(name) + "': the name is taken");
+    }
+    created_.push_back(name);
+    return sub;
+  }
+
   /// Removes one file this object created.
   void remove(const std::string& file) noexcept {
     ::unlinkat(fd_.get(), file.c_str(), 0);
@@ -163,7 +177,9 @@ class output_directory {
   /// parent's descriptor: a symlink put in its place is not followed).
   void discard() noexcept {
     if (!fd_) return;
-    for (const std::string& file : created_) ::unlinkat(fd_.get(), file.c_str(), 0);
+    for (const std::string& file : created_) {
+      if (::unlinkat(fd_.get(), file.c_str(), 0) != 0) ::unlinkat(fd_.get(), file.c_str(), AT_REMOVEDIR);
+    }
     created_.clear();
     fd_.reset();
     if (parent_fd_) ::unlinkat(parent_fd_->get(), name_.c_str(), AT_REMOVEDIR);

@@ -1,0 +1,20 @@
+// The SQLite database export (config export_type "db"). Include this in the
+// file that starts profiling and link SQLite (meson: npuprof_db_dep, or
+// -lsqlite3); a program that does not include it needs no SQLite, and
+// asking it for "db" is an error at session::start().
+#pragma once
+
+#include "export/database.hpp"
+#include "export/database_slot.hpp"
+#include "session.hpp"
+
+namespace npuprof {
+NPUPROF_ABI_BEGIN
+namespace detail {
+
+/// Installs the database writer when the program starts.
+inline const bool database_writer_installed = (installed_database_writer() = &write_database, true);
+
+}  // namespace detail
+NPUPROF_ABI_END
+}  // namespace npuprof

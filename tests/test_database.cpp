@@ -10,6 +10,7 @@
 #include <csignal>
 #include <fstream>
 #include <sstream>
+#include <algorithm>
 #include <map>
 #include <set>
 #include <thread>
@@ -122,21 +123,19 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
   CHECK_FALSE(test::fs::exists(path.string() + "-journal"));
   db_reader db(path);
 
-  // msprof's column lists, in its order.
+  // msprof's column lists, in its order, and its enum rows, as
+  // tests/data/msprof_db_schema.json gives them (with where they are from).
   using names = std::vector<std::string>;
-  CHECK(db.columns("STRING_IDS") == names{"id", "value"});
-  CHECK(db.columns("MSTX_EVENTS") == names{"startNs", "endNs", "eventType", "rangeId", "category", "message",
-                                           "globalTid", "endGlobalTid", "domainId", "connectionId"});
-  CHECK(db.columns("TASK") == names{"startNs", "endNs", "deviceId", "connectionId", "globalTaskId", "globalPid",
-                                    "taskType", "contextId", "streamId", "taskId", "modelId"});
-  CHECK(db.columns("SESSION_TIME_INFO") == names{"startTimeNs", "endTimeNs"});
-  CHECK(db.columns("META_DATA") == names{"name", "value"});
-  CHECK(db.columns("HOST_INFO") == names{"hostUid", "hostName"});
-  CHECK(db.columns("RANK_DEVICE_MAP") == names{"rankId", "deviceId"});
-  CHECK(db.columns("CPU_USAGE") == names{"timestampNs", "cpuId", "usage"});
-  CHECK(db.columns("HOST_MEM_USAGE") == names{"timestampNs", "usage"});
-  CHECK(db.rows("SELECT id, name FROM ENUM_MSTX_EVENT_TYPE ORDER BY id") ==
-        std::vector<names>{{"0", "marker"}, {"1", "push/pop"}, {"2", "start/end"}, {"3", "marker_ex"}});
+  const json schema = test::read_json(NPUPROF_TEST_SCHEMA);
+  REQUIRE(schema["tables"].size() >= 10);
+  for (const auto& table : schema["tables"].items()) {
+    CHECK_MESSAGE(db.columns(table.key()) == table.value().get<names>(), table.key());
+  }
+  std::vector<names> enum_rows;
+  for (const json& row : schema["enums"]["ENUM_MSTX_EVENT_TYPE"]) {
+    enum_rows.push_back({std::to_string(row[0].get<int>()), row[1].get<std::string>()});
+  }
+  CHECK(db.rows("SELECT id, name FROM ENUM_MSTX_EVENT_TYPE ORDER BY id") == enum_rows);
 
   // Each text once in STRING_IDS.
   CHECK(db.number("SELECT COUNT(*) - COUNT(DISTINCT value) FROM STRING_IDS") == 0);
@@ -188,6 +187,35 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
       open.emplace_back(b, end);
     }
   }
+
+  // The same times as the JSON's, within its microsecond, once the clocks
+  // are lined up through the metadata.
+  const std::int64_t steady_to_wall =
+      t.meta["clock"]["wall_start_ns"].get<std::int64_t>() - t.meta["clock"]["steady_start_ns"].get<std::int64_t>();
+  std::map<std::pair<std::uint32_t, std::string>, std::vector<std::int64_t>> json_starts, db_starts;
+  for (const json& e : t.events) {
+    if (e["pid"] != device_pid && (e["ph"] == "X" || e["ph"] == "i")) {
+      json_starts[{e["tid"].get<std::uint32_t>(), e["name"].get<std::string>()}].push_back(test::to_ns(e["ts"]) +
+                                                                                        steady_to_wall);
+    }
+  }
+  for (const auto& r : db.rows(joined)) db_starts[{low_tid(r[0]), r[2]}].push_back(std::stoll(r[5]));
+  for (auto* starts : {&json_starts, &db_starts}) {  // on a track of its own in the JSON: checked above
+    for (auto it = starts->begin(); it != starts->end();) {
+      it = it->first.second == "handed over" ? starts->erase(it) : std::next(it);
+    }
+  }
+  REQUIRE(json_starts.size() == db_starts.size());
+  std::int64_t worst = 0;
+  for (auto& entry : json_starts) {
+    std::vector<std::int64_t>& a = entry.second;
+    std::vector<std::int64_t>& b = db_starts[entry.first];
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  }
+  CHECK(worst < 1000);
 
   // Epoch nanoseconds, inside the session's time.
   const auto span = db.rows("SELECT startTimeNs, endTimeNs FROM SESSION_TIME_INFO");
@@ -260,6 +288,27 @@ TEST_CASE("the database alone, named for the rank, from stop() and from dump()")
           100);
     CHECK(db.rows("SELECT rankId FROM RANK_DEVICE_MAP") == std::vector<std::vector<std::string>>{{"3"}});
   }
+}
+
+TEST_CASE("each schedule cycle writes its own database") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.export_type = {"text", "db"};
+  cfg.schedule = npuprof::schedule{/*wait*/ 1, /*active*/ 2, /*warmup*/ 0, /*repeat*/ 2};
+  std::vector<test::fs::path> written;
+  cfg.on_trace_ready = [&](const test::fs::path& p) { written.push_back(p); };
+  npuprof::session s{cfg};
+  s.start();
+  for (int step = 0; step < 6; ++step) {
+    npuprof::scoped_range<serving> r{std::string("step ") + std::to_string(step)};
+    s.step();
+  }
+  s.stop();
+  REQUIRE(written.size() == 2);
+  const std::vector<std::vector<std::string>> first{{"step 1"}, {"step 2"}}, second{{"step 4"}, {"step 5"}};
+  const std::string names = "SELECT s.value FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message ORDER BY m.startNs";
+  CHECK(db_reader(database_in(written[0])).rows(names) == first);
+  CHECK(db_reader(database_in(written[1])).rows(names) == second);
 }
 
 TEST_CASE("a database that cannot be written is an error naming it, and leaves no output directory") {

@@ -25,9 +25,9 @@ inline void record_counter(domain_handle& h, const message& name, T value) noexc
     const double v = static_cast<double>(value);
     std::uint64_t bits;
     std::memcpy(&bits, &v, sizeof bits);
-    write_counter(s - 1u, name, bits, counter_is_double);
+    write_counter(tag_index(s), name, bits, counter_is_double);
   } else {
-    write_counter(s - 1u, name, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)), 0);
+    write_counter(tag_index(s), name, static_cast<std::uint64_t>(static_cast<std::int64_t>(value)), 0);
   }
 }
 

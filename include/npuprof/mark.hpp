@@ -29,7 +29,7 @@ NPUPROF_ALWAYS_INLINE void mark(detail::message msg, stream_t stream = nullptr) 
   NPUPROF_DETAIL_CHECK_DOMAIN(D);
   if constexpr (compiled_in<D>) {
     if (const std::uint16_t s = detail::recording_state(detail::handle_of<D>)) {
-      detail::write_mark(s - 1u, msg, stream);
+      detail::write_mark(detail::tag_index(s), msg, stream);
       if (NPUPROF_UNLIKELY(s & detail::forward_bit)) detail::forward_mark(s, msg, stream);
     }
   }
@@ -41,7 +41,7 @@ NPUPROF_ALWAYS_INLINE void mark(detail::message msg, stream_t stream = nullptr) 
 inline void mark(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
   if constexpr (compiled_in<runtime_domain>) {
     if (const std::uint16_t s = detail::recording_state(d.handle())) {
-      detail::write_mark(s - 1u, msg, stream);
+      detail::write_mark(detail::tag_index(s), msg, stream);
       if (NPUPROF_UNLIKELY(s & detail::forward_bit)) detail::forward_mark(s, msg, stream);
     }
   } else {

@@ -40,12 +40,12 @@ class scoped_core {
       thread_buffer* tb = this_thread_buffer();
       if (NPUPROF_UNLIKELY(tb == nullptr)) return not_registered();
       scoped_begun(tb);
-      tag_ = make_tag(kind::complete, s - 1u, m.id());
+      tag_ = make_tag(kind::complete, tag_index(s), m.id());
       word_ = raw_ticks();
       if (stream != nullptr) device_ = begin_device_event(stream);
       return;
     }
-    begin_copied(s - 1u, m);
+    begin_copied(tag_index(s), m);
   }
 
   NPUPROF_ALWAYS_INLINE void end() noexcept {
@@ -106,7 +106,7 @@ inline range_id start_range(domain_handle& h, const message& m, stream_t stream)
   const std::uint16_t s = recording_state(h);
   if (s == 0) return 0;
   const range_id id = next_range_id();
-  if (id == 0 || !write_begin(s - 1u, m, id, stream)) return 0;
+  if (id == 0 || !write_begin(tag_index(s), m, id, stream)) return 0;
   if (NPUPROF_UNLIKELY(s & forward_bit)) forward_id_range_start(s, m, stream, id);
   return id;
 }

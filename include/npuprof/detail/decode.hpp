@@ -60,21 +60,21 @@ class decoder {
   void index(const segment& s, Also&& also) {
     for_each_record(s, [&](const std::uint64_t* p) {
       also(p);
-      const kind k = tag_kind(p[1]);
+      const kind k = tag_kind(p[word::tag]);
       if (k == kind::begin_ref || k == kind::begin_copy) {
-        ++ranges_[p[2]].begins;
+        ++ranges_[p[word::range_id]].begins;
         threads_with_ids_.insert(s.tid);
       } else if (k == kind::end) {
-        range_ends& r = ranges_[p[2]];
+        range_ends& r = ranges_[p[word::range_id]];
         if (r.ends++ != 0) {
           ++out_.counts.repeated_range_ends;
-          if (r.ticks <= p[0]) return;
+          if (r.ticks <= p[word::ticks]) return;
         }
-        const std::uint64_t tag = p[1];
-        r.ticks = p[0];
+        const std::uint64_t tag = p[word::tag];
+        r.ticks = p[word::ticks];
         r.tid = s.tid;
-        r.stream = tag_has_stream(tag) ? p[fixed_words(k)] : 0;
-        r.device_seq = tag_has_device(tag) ? p[fixed_words(k) + 1] : no_device_event;
+        r.stream = tag_has_stream(tag) ? stream_word(p) : 0;
+        r.device_seq = tag_has_device(tag) ? device_word(p, 0) : no_device_event;
       }
     });
   }
@@ -126,7 +126,7 @@ class decoder {
     while (p < s.to) {
       const std::size_t n = record_words(p, s.to);
       if (n == 0) return false;
-      if (p[0] >= start_ticks_) f(p);  // older records belong to no session
+      if (p[word::ticks] >= start_ticks_) f(p);  // older records belong to no session
       p += n;
     }
     return true;
@@ -136,8 +136,8 @@ class decoder {
   /// minus its duration (longer first on ties). In counter ticks, which
   /// order events as their nanoseconds do.
   static std::pair<std::uint64_t, std::int64_t> order_key(const std::uint64_t* p) noexcept {
-    if (tag_kind(p[1]) != kind::complete) return {p[0], 0};
-    return {p[0], -static_cast<std::int64_t>(p[2] - p[0])};
+    if (tag_kind(p[word::tag]) != kind::complete) return {p[word::ticks], 0};
+    return {p[word::ticks], -static_cast<std::int64_t>(p[word::end_ticks] - p[word::ticks])};
   }
 
   /// The ends thread `tid` recorded whose begins are not in the data: a
@@ -199,12 +199,13 @@ class decoder {
   /// Words of the record at p, or 0 when it is not a valid record.
   static std::size_t record_words(const std::uint64_t* p, const std::uint64_t* to) {
     if (to - p < 2) return 0;
-    const kind k = tag_kind(p[1]);
+    const std::uint64_t tag = p[word::tag];
+    const kind k = tag_kind(tag);
     if (k < kind::complete || k > kind::counter_copy) return 0;
-    if (tag_has_device(p[1]) && !tag_has_stream(p[1])) return 0;
-    std::size_t n = fixed_words(k) + stream_words(p[1]);
+    if (tag_has_device(tag) && !tag_has_stream(tag)) return 0;
+    std::size_t n = fixed_words(k) + stream_words(tag);
     if (has_copied_bytes(k)) {
-      const std::uint64_t len = tag_payload(p[1]);
+      const std::uint64_t len = tag_payload(tag);
       if (len > max_message) return 0;
       n += words_for_bytes(static_cast<std::size_t>(len));
     }
@@ -242,10 +243,10 @@ class decoder {
   trace_event& push(trace_event::type t, const std::uint64_t* p, std::uint32_t tid) {
     trace_event& e = out_.events.emplace_back();
     e.what = t;
-    e.domain = static_cast<std::uint16_t>(tag_domain(p[1]));
+    e.domain = static_cast<std::uint16_t>(tag_domain(p[word::tag]));
     e.tid = e.end_tid = tid;
-    e.ts = out_.clock.to_ns(p[0]);
-    if (tag_has_stream(p[1])) e.stream = p[fixed_words(tag_kind(p[1]))];
+    e.ts = out_.clock.to_ns(p[word::ticks]);
+    if (tag_has_stream(p[word::tag])) e.stream = stream_word(p);
     return e;
   }
 
@@ -271,20 +272,19 @@ class decoder {
   }
 
   void decode_one(const std::uint64_t* p, std::uint32_t tid) {
-    const std::uint64_t tag = p[1];
+    const std::uint64_t tag = p[word::tag];
     const kind k = tag_kind(tag);
     const std::uint64_t payload = tag_payload(tag);
-    const std::size_t fixed = fixed_words(k);
-    const std::uint64_t* bytes = p + fixed + stream_words(tag);
+    const std::uint64_t* bytes = p + fixed_words(k) + stream_words(tag);
     const bool device = tag_has_device(tag);
-    const std::uint64_t stream = tag_has_stream(tag) ? p[fixed] : 0;
+    const std::uint64_t stream = tag_has_stream(tag) ? stream_word(p) : 0;
     switch (k) {
       case kind::complete: {
         trace_event& e = push(trace_event::type::slice, p, tid);
         e.name = registered(payload);
-        e.dur = out_.clock.to_ns(p[2]) - e.ts;
+        e.dur = out_.clock.to_ns(p[word::end_ticks]) - e.ts;
         if (e.dur < 0) e.dur = 0;
-        if (device) add_device_slice(out_.events.size() - 1, stream, p[fixed + 1], stream, p[fixed + 2]);
+        if (device) add_device_slice(out_.events.size() - 1, stream, device_word(p, 0), stream, device_word(p, 1));
         break;
       }
       case kind::begin_ref:
@@ -292,7 +292,7 @@ class decoder {
         trace_event& e = push(trace_event::type::slice, p, tid);
         e.name = k == kind::begin_ref ? registered(payload) : copied(bytes, payload);
         e.id_matched = true;
-        end_range(e, p[2], device, stream, device ? p[fixed + 1] : no_device_event);
+        end_range(e, p[word::range_id], device, stream, device ? device_word(p, 0) : no_device_event);
         break;
       }
       case kind::end:
@@ -302,7 +302,7 @@ class decoder {
         trace_event& e = push(trace_event::type::instant, p, tid);
         e.name = k == kind::mark_ref ? registered(payload) : copied(bytes, payload);
         std::int64_t at = 0;
-        if (device && device_time(stream, p[fixed + 1], at)) {
+        if (device && device_time(stream, device_word(p, 0), at)) {
           out_.device_events.push_back({out_.events.size() - 1, stream, at, 0, true});
         }
         break;
@@ -311,11 +311,11 @@ class decoder {
       case kind::counter_copy: {
         trace_event& e = push(trace_event::type::counter, p, tid);
         e.name = k == kind::counter_ref ? registered(payload) : copied(bytes, payload);
-        e.value_is_double = (p[3] & counter_is_double) != 0;
+        e.value_is_double = (p[word::flags] & counter_is_double) != 0;
         if (e.value_is_double) {
-          std::memcpy(&e.value.f64, &p[2], sizeof(double));
+          std::memcpy(&e.value.f64, &p[word::value], sizeof(double));
         } else {
-          e.value.i64 = static_cast<std::int64_t>(p[2]);
+          e.value.i64 = static_cast<std::int64_t>(p[word::value]);
         }
         break;
       }

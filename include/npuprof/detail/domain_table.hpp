@@ -154,7 +154,7 @@ class domain_table {
 
   std::uint16_t state_for(std::uint32_t index, std::string_view name) const {
     if (!recording_ || !filter_.accepts(name)) return 0;
-    return static_cast<std::uint16_t>((index + 1) | (forwarding_ ? forward_bit : 0));
+    return domain_state(index, forwarding_);
   }
 
   void refresh_locked() {

@@ -16,9 +16,7 @@ namespace npuprof {
 NPUPROF_ABI_BEGIN
 namespace detail {
 
-constexpr std::uint32_t forwarded_domain(std::uint16_t state) noexcept {
-  return static_cast<std::uint32_t>(state & ~forward_bit) - 1u;
-}
+constexpr std::uint32_t forwarded_domain(std::uint16_t state) noexcept { return domain_index(state); }
 
 NPUPROF_COLD inline void forward_mark(std::uint16_t state, const message& m, stream_t stream) noexcept {
   if (marker_forwarder* f = markers().forwarder.load(std::memory_order_acquire)) {

@@ -19,6 +19,21 @@ class message;
 /// the domain index + 1, so tags (which mask the index) are unchanged.
 inline constexpr std::uint16_t forward_bit = 0x8000;
 
+/// A domain's state, what the recording path reads: 0 when it does not
+/// record, else its index + 1, with forward_bit while markers are forwarded.
+constexpr std::uint16_t domain_state(std::uint32_t index, bool forwarding) noexcept {
+  return static_cast<std::uint16_t>((index + 1) | (forwarding ? forward_bit : 0));
+}
+
+/// The domain index of a recording state, as a tag takes it: forward_bit
+/// stays above the bits make_tag keeps, so it costs no masking here.
+constexpr std::uint32_t tag_index(std::uint16_t state) noexcept { return state - 1u; }
+
+/// The domain index of a recording state, forward_bit or not.
+constexpr std::uint32_t domain_index(std::uint16_t state) noexcept {
+  return static_cast<std::uint32_t>(state & ~forward_bit) - 1u;
+}
+
 /// Passes markers on to another mstx implementation. Implementations live
 /// for the whole process.
 class marker_forwarder {

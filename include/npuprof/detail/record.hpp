@@ -36,6 +36,17 @@ enum class kind : std::uint8_t {
   counter_copy = 8,  // ts, tag(length), value, flags, bytes
 };
 
+/// Where the fixed words of a record are, by name. Every record begins with
+/// `ticks` and `tag`; the third and fourth word depend on the kind.
+namespace word {
+inline constexpr std::size_t ticks = 0;      // when it happened; a complete range's begin
+inline constexpr std::size_t tag = 1;        // kind, stream and device bits, domain, payload
+inline constexpr std::size_t end_ticks = 2;  // complete: the range's end
+inline constexpr std::size_t range_id = 2;   // begin_ref, begin_copy, end
+inline constexpr std::size_t value = 2;      // counters: the value's bits
+inline constexpr std::size_t flags = 3;      // counters: counter_is_double
+}  // namespace word
+
 /// Counter flags word: whether the value word holds a double or an int64.
 inline constexpr std::uint64_t counter_is_double = 1;
 
@@ -73,6 +84,14 @@ constexpr std::size_t fixed_words(kind k) noexcept {
   return 2;
 }
 
+// The named words lie inside the fixed part of the kinds that have them.
+static_assert(fixed_words(kind::mark_ref) == word::tag + 1 && fixed_words(kind::mark_copy) == word::tag + 1);
+static_assert(fixed_words(kind::complete) == word::end_ticks + 1);
+static_assert(fixed_words(kind::begin_ref) == word::range_id + 1 && fixed_words(kind::begin_copy) == word::range_id + 1 &&
+              fixed_words(kind::end) == word::range_id + 1);
+static_assert(fixed_words(kind::counter_ref) == word::flags + 1 && fixed_words(kind::counter_copy) == word::flags + 1 &&
+              word::value < word::flags);
+
 /// Device words of a record that has them.
 constexpr std::size_t device_words(kind k) noexcept { return k == kind::complete ? 2 : 1; }
 
@@ -98,6 +117,15 @@ constexpr bool tag_has_device(std::uint64_t tag) noexcept { return (tag & device
 constexpr std::size_t stream_words(std::uint64_t tag) noexcept {
   if (!tag_has_stream(tag)) return 0;
   return 1 + (tag_has_device(tag) ? device_words(tag_kind(tag)) : 0);
+}
+
+/// The stream word of record `p`, whose tag has stream_bit.
+inline std::uint64_t stream_word(const std::uint64_t* p) noexcept { return p[fixed_words(tag_kind(p[word::tag]))]; }
+
+/// Device word `i` of record `p` (0: its begin or only event, 1: a complete
+/// range's end), whose tag has device_bit.
+inline std::uint64_t device_word(const std::uint64_t* p, std::size_t i) noexcept {
+  return p[fixed_words(tag_kind(p[word::tag])) + 1 + i];
 }
 
 constexpr std::size_t words_for_bytes(std::size_t n) noexcept { return (n + 7) / 8; }

@@ -41,14 +41,17 @@ inline device_seqs record_device_event(stream_t stream) noexcept {
   return d;
 }
 
-/// A three-word host-only record: complete ranges, registered begins and
-/// ends (`is_end`: from the room chunks keep for ends, see reserve_end).
-NPUPROF_ALWAYS_INLINE bool write3(std::uint64_t w0, std::uint64_t tag, std::uint64_t w2, bool is_end = false) noexcept {
+/// A three-word host-only record: complete ranges (third word: end_ticks),
+/// registered begins and ends (range_id); `is_end`: from the room chunks
+/// keep for ends, see reserve_end.
+NPUPROF_ALWAYS_INLINE bool write3(std::uint64_t ticks, std::uint64_t tag, std::uint64_t third,
+                                  bool is_end = false) noexcept {
+  static_assert(word::end_ticks == 2 && word::range_id == 2, "the third word of a three-word record");
   std::uint64_t* p = is_end ? reserve_end(3) : reserve(3);
   if (NPUPROF_UNLIKELY(p == nullptr)) return false;
-  p[0] = w0;
-  p[1] = tag;
-  p[2] = w2;
+  p[word::ticks] = ticks;
+  p[word::tag] = tag;
+  p[2] = third;
   commit(p + 3);
   return true;
 }
@@ -57,23 +60,23 @@ NPUPROF_ALWAYS_INLINE bool write3(std::uint64_t w0, std::uint64_t tag, std::uint
 NPUPROF_ALWAYS_INLINE bool write2(std::uint64_t ts, std::uint64_t tag) noexcept {
   std::uint64_t* p = reserve(2);
   if (NPUPROF_UNLIKELY(p == nullptr)) return false;
-  p[0] = ts;
-  p[1] = tag;
+  p[word::ticks] = ts;
+  p[word::tag] = tag;
   commit(p + 2);
   return true;
 }
 
-/// Any record: `fixed` words from `head` (head[0] is the timestamp, head[1]
-/// the tag), then the stream word and device words, then `len` copied bytes.
+/// Any record: `fixed` words from `head`, laid out as `word` names them,
+/// then the stream word and device words, then `len` copied bytes.
 inline bool write_general(std::uint64_t* head, std::size_t fixed, stream_t stream, const device_seqs& dev,
                           const char* bytes, std::size_t len, bool is_end = false) noexcept {
   std::size_t extra = 0;
   if (stream != nullptr) {
-    head[1] |= stream_bit;
+    head[word::tag] |= stream_bit;
     extra = 1;
     if (dev.count != 0) {
-      head[1] |= device_bit;
-      extra += device_words(tag_kind(head[1]));
+      head[word::tag] |= device_bit;
+      extra += device_words(tag_kind(head[word::tag]));
     }
   }
   const std::size_t n = fixed + extra + words_for_bytes(len);
@@ -170,12 +173,14 @@ inline bool write_complete_on_stream(std::uint64_t first, std::uint64_t tag, str
   // The drainer read the buffer's recycled lines on another core; fetch the
   // next few ranges' line now, as the event pool does for its own lines.
   if (st.can_prefetch.load(std::memory_order_relaxed)) prefetch_for_write(p + 32);
-  p[0] = first;
-  p[1] = tag | stream_bit | device_bit;
-  p[2] = end;
-  p[3] = reinterpret_cast<std::uintptr_t>(stream);
-  p[4] = dev.seq[0];
-  p[5] = dev.seq[1];
+  constexpr std::size_t after = fixed_words(kind::complete);  // the stream word, then the device words
+  static_assert(after + 3 == 6, "a complete record on a stream takes six words");
+  p[word::ticks] = first;
+  p[word::tag] = tag | stream_bit | device_bit;
+  p[word::end_ticks] = end;
+  p[after] = reinterpret_cast<std::uintptr_t>(stream);
+  p[after + 1] = dev.seq[0];
+  p[after + 2] = dev.seq[1];
   commit(p + 6);
   return true;
 }

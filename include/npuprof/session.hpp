@@ -43,6 +43,7 @@
 #include "detail/drained_records.hpp"
 #include "detail/dump_signal.hpp"
 #include "detail/host_sys.hpp"
+#include "detail/process_hooks.hpp"
 #include "detail/state.hpp"
 #include "domain_filter.hpp"
 #include "error.hpp"
@@ -61,7 +62,7 @@ NPUPROF_ABI_BEGIN
 class session;
 namespace detail {
 inline void stop_active_session_for(const char* why);
-inline void after_fork_in_child() noexcept;
+inline void abandon_session_in_child(session* s) noexcept;
 class active_session;
 }
 
@@ -181,7 +182,7 @@ class session {
 
  private:
   friend void detail::stop_active_session_for(const char* why);
-  friend void detail::after_fork_in_child() noexcept;
+  friend void detail::abandon_session_in_child(session* s) noexcept;
   friend class detail::active_session;
   void abandon_in_child() noexcept;
   void refuse_in_fork_child(const char* what) const {
@@ -315,60 +316,8 @@ inline void stop_active_session_for(const char* why) {
   }
 }
 
-inline void stop_active_session_at_exit() { stop_active_session_for("exit"); }
-
-// std::terminate (an exception nobody caught, a throwing destructor) ends the
-// process without exit handlers: the trace is written first, then the
-// handler that was there before runs (by default: abort).
-inline std::terminate_handler& terminate_before_npuprof() {
-  static std::terminate_handler previous = nullptr;
-  return previous;
-}
-
-inline void on_terminate() {
-  static std::atomic<bool> once{false};
-  if (!once.exchange(true)) stop_active_session_for("terminate");
-  if (std::terminate_handler previous = terminate_before_npuprof()) previous();
-  std::abort();
-}
-
-// fork() while a session runs: the child gets a copy of every lock and of
-// the session, but none of its threads. The locks are held across fork()
-// (control first: the others are leaves, never held while taking another),
-// so the child gets them in a known state; there it drops the parent's session
-// and the buffers of threads it does not have, and may start its own.
-inline void before_fork() noexcept {
-  process_state& st = state();
-  st.control.lock();
-  st.threads.fork_lock().lock();
-  pool().fork_lock().lock();
-  st.strings.fork_lock().lock();
-  st.domains.fork_lock().lock();
-}
-
-inline void unlock_fork_leaf_locks() noexcept {
-  process_state& st = state();
-  st.domains.fork_lock().unlock();
-  st.strings.fork_lock().unlock();
-  pool().fork_lock().unlock();
-  st.threads.fork_lock().unlock();
-}
-
-inline void after_fork_in_parent() noexcept {
-  unlock_fork_leaf_locks();
-  state().control.unlock();
-}
-
-inline void after_fork_in_child() noexcept {
-  process_state& st = state();
-  unlock_fork_leaf_locks();
-  // The child's thread has a new id, which the recursive mutex does not take
-  // for its owner's: unlocked (for race detectors' books), then made anew.
-  st.control.unlock();
-  new (&st.control) recursive_mutex();
-  st.threads.forget_all_but(t_buffer, [&](chunk* c) { pool().hand_full(c); });
-  if (session* s = st.active.exchange(nullptr, std::memory_order_acq_rel)) s->abandon_in_child();
-}
+// In a fork() child, for the process hooks: the parent's session lets go.
+inline void abandon_session_in_child(session* s) noexcept { s->abandon_in_child(); }
 
 inline std::string new_trace_id() {
   std::random_device rd;
@@ -434,12 +383,7 @@ inline void session::start() {
 
   stop_requested_ = false;
   drainer_ = std::thread([this] { drain_loop(); });
-  if (!st.exit_hook_installed) {
-    st.exit_hook_installed = true;
-    std::atexit(&detail::stop_active_session_at_exit);
-    detail::terminate_before_npuprof() = std::set_terminate(&detail::on_terminate);
-    ::pthread_atfork(&detail::before_fork, &detail::after_fork_in_parent, &detail::after_fork_in_child);
-  }
+  detail::install_process_hooks({&detail::stop_active_session_for, &detail::abandon_session_in_child});
 }
 
 // Switches recording off, stops the background threads and takes every

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 #include <thread>
@@ -387,4 +388,71 @@ TEST_CASE("README's example queries run on a database and find what was recorded
   const auto device = db.rows(queries[2]);
   REQUIRE(device.size() == 3);
   for (const auto& r : device) CHECK(std::stoll(r[2]) > 0);
+}
+
+TEST_CASE("invalid UTF-8 in messages, names and metadata is stored as the JSON has it, and loses nothing") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.export_type = {"text", "db"};
+  npuprof::session s{cfg};
+  s.add_metadata("note", std::string("bad\xff"));
+  s.add_metadata("nested", {{"k", std::string("v\xfe")}});
+  s.start();
+  std::thread([] {
+    npuprof::name_thread(std::string("thread \xc3"));
+    npuprof::mark<serving>(std::string("mark \xff end"));
+    npuprof::counter<serving>("infinite", std::numeric_limits<double>::infinity());
+  }).join();
+  const auto t = test::load(s.stop());
+  db_reader db(database_in(t.dir));
+  const auto marks = t.phase("i");
+  REQUIRE(marks.size() == 1);
+  CHECK(db.rows("SELECT s.value FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message") ==
+        std::vector<std::vector<std::string>>{{marks[0]["name"].get<std::string>()}});
+  CHECK(marks[0]["name"] == "mark \xEF\xBF\xBD end");
+  CHECK(db.number("SELECT COUNT(*) FROM STRING_IDS WHERE value = 'thread \xEF\xBF\xBD'") == 1);
+  const auto user = json::parse(db.rows("SELECT value FROM META_DATA WHERE name = 'user'").at(0).at(0));
+  CHECK(user == t.meta["user"]);
+  CHECK(user["note"] == "bad\xEF\xBF\xBD");
+  // The counts are profiler_metadata.json's, but for the JSON's tracks.
+  json counts = t.meta["counts"];
+  counts.erase("overlapping_ranges");
+  CHECK(json::parse(db.rows("SELECT value FROM META_DATA WHERE name = 'counts'").at(0).at(0)) == counts);
+  // A value the JSON writes as null is NULL.
+  CHECK(t.phase("C").at(0)["args"]["infinite"].is_null());
+  CHECK(db.rows("SELECT value IS NULL FROM NPUPROF_COUNTERS") == std::vector<std::vector<std::string>>{{"1"}});
+}
+
+TEST_CASE("the database goes into the directory npuprof made, even if a symlink takes its place, and a file swapped "
+          "for a symlink is an error") {
+  namespace d = npuprof::detail;
+  test::temp_dir dir;
+  const test::fs::path victim = dir.path / "victim";
+  test::fs::create_directory(victim);
+  d::output_directory out = d::make_output_dir(dir.path.string(), "w", 1, npuprof::wall_ns());
+  d::output_directory sub = out.subdirectory("ASCEND_PROFILER_OUTPUT");
+  const d::unique_fd file = sub.create("x.db");
+  // Another process of the same user moves the directory away and puts a
+  // symlink to its own in its place.
+  const test::fs::path moved = out.path() / "moved";
+  test::fs::rename(sub.path(), moved);
+  test::fs::create_directory_symlink(victim, sub.path());
+  {
+    d::sqlite_file db(d::through_descriptor(sub, "x.db"), sub.path_of("x.db"));
+    db.exec(d::database_schema);
+    db.close();
+  }
+  CHECK_NOTHROW(d::check_written(sub, "x.db", file));
+  CHECK(test::fs::is_empty(victim));
+  CHECK(test::fs::file_size(moved / "x.db") > 0);
+  // The file itself swapped for a symlink is found out.
+  test::fs::remove(moved / "x.db");
+  test::fs::create_symlink(victim / "y.db", moved / "x.db");
+  std::string what;
+  try {
+    d::check_written(sub, "x.db", file);
+  } catch (const npuprof::error& e) {
+    what = e.what();
+  }
+  CHECK(what.find("the file was replaced while it was written") != std::string::npos);
 }

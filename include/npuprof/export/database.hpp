@@ -9,8 +9,10 @@
 #include "../detail/abi.hpp"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <set>
@@ -25,6 +27,7 @@
 #include "../detail/collected.hpp"
 #include "../error.hpp"
 #include "file.hpp"
+#include "json_escape.hpp"
 #include "metadata.hpp"
 #include "trace_files.hpp"
 
@@ -62,9 +65,11 @@ CREATE TABLE NPUPROF_STREAMS(streamId INTEGER PRIMARY KEY, handle INTEGER, name 
 /// npuprof::error naming the file and SQLite's reason.
 class sqlite_file {
  public:
-  explicit sqlite_file(std::string path) : path_(std::move(path)) {
+  /// Opens the existing file `open_path`; messages name it `path`.
+  sqlite_file(const std::string& open_path, std::string path) : path_(std::move(path)) {
     // One thread uses the connection: no lock around each call.
-    if (::sqlite3_open_v2(path_.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
+    if (::sqlite3_open_v2(open_path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
       fail();
     }
     // One transaction into a file that is new: a journal would only slow
@@ -212,12 +217,14 @@ class database_rows {
     sqlite3_stmt* session = db_.prepare("INSERT INTO SESSION_TIME_INFO VALUES (?, ?)");
     db_.insert(session, epoch(d_.start_ns), epoch(d_.end_ns));
     sqlite3_stmt* host = db_.prepare("INSERT INTO HOST_INFO VALUES (?, ?)");
-    db_.insert(host, std::string_view(host_uid()), std::string_view(d_.hostname));
+    db_.insert(host, std::string_view(valid_utf8(host_uid())), std::string_view(valid_utf8(d_.hostname)));
     sqlite3_stmt* rank = db_.prepare("INSERT INTO RANK_DEVICE_MAP VALUES (?, ?)");
     db_.insert(rank, std::int64_t{d_.config.value("rank", -1)}, std::int64_t{d_.device_id});
     sqlite3_stmt* meta = db_.prepare("INSERT INTO META_DATA VALUES (?, ?)");
     for (auto it = metadata.begin(); it != metadata.end(); ++it) {
-      const std::string value = it->is_string() ? it->get<std::string>() : it->dump();
+      // As profiler_metadata.json has them: invalid UTF-8 replaced.
+      const std::string value = it->is_string() ? valid_utf8(it->get<std::string>())
+                                                : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       db_.insert(meta, std::string_view(it.key()), std::string_view(value));
     }
     sqlite3_stmt* threads = db_.prepare("INSERT INTO NPUPROF_THREADS VALUES (?, ?, ?)");
@@ -261,6 +268,10 @@ class database_rows {
   // to msprof's tables for them.
   void add_counter(const trace_event& e, std::int64_t at, std::int64_t tid) {
     const double value = e.value_is_double ? e.value.f64 : static_cast<double>(e.value.i64);
+    if (e.value_is_double && !std::isfinite(value)) {
+      db_.insert(counters_, at, tid, id_of_domain(e.domain), id_of_name(e.name), nullptr);  // null in the JSON too
+      return;
+    }
     if (e.value_is_double) {
       db_.insert(counters_, at, tid, id_of_domain(e.domain), id_of_name(e.name), value);
     } else {
@@ -306,10 +317,11 @@ class database_rows {
     if (id == 0) id = id_of_text(domain < d_.domains.size() ? d_.domains[domain] : std::string("?"));
     return id;
   }
-  // Each text once in STRING_IDS, whatever names it.
-  std::int64_t id_of_text(const std::string& text) {
-    const auto found = text_ids_.try_emplace(text, static_cast<std::int64_t>(text_ids_.size()) + 1);
-    if (found.second) db_.insert(strings_, found.first->second, std::string_view(text));
+  // Each text once in STRING_IDS, whatever names it, as valid UTF-8 (as
+  // the JSON trace has it): SQLite's TEXT holds nothing else.
+  std::int64_t id_of_text(std::string_view raw) {
+    const auto found = text_ids_.try_emplace(valid_utf8(raw), static_cast<std::int64_t>(text_ids_.size()) + 1);
+    if (found.second) db_.insert(strings_, found.first->second, std::string_view(found.first->first));
     return found.first->second;
   }
 
@@ -340,6 +352,24 @@ inline std::string database_file_name(int rank) {
   return rank >= 0 ? "ascend_pytorch_profiler_" + std::to_string(rank) + ".db" : "ascend_pytorch_profiler.db";
 }
 
+/// `name` inside `dir` by the directory's descriptor: the directory is the
+/// one npuprof made even if a symlink took its place since.
+inline std::string through_descriptor(const output_directory& dir, const std::string& name) {
+  if (::access("/proc/self/fd", X_OK) != 0) return dir.path_of(name);
+  return "/proc/self/fd/" + std::to_string(dir.fd()) + "/" + name;
+}
+
+/// Throws unless `name` in `dir` is still `file`, the file npuprof made,
+/// and it was written to.
+inline void check_written(const output_directory& dir, const std::string& name, const unique_fd& file) {
+  struct stat made {}, there {};
+  const bool same = ::fstat(file.get(), &made) == 0 && ::fstatat(dir.fd(), name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISREG(there.st_mode) && made.st_ino == there.st_ino && made.st_dev == there.st_dev;
+  if (!same || made.st_size == 0) {
+    throw error("npuprof: cannot write '" + dir.path_of(name) + "': the file was replaced while it was written");
+  }
+}
+
 /// Writes the database of `c` into `dir`. On failure nothing of it is left
 /// and npuprof::error names the file.
 inline void write_database(const collected& c, output_directory& dir, const std::string& trace_id,
@@ -347,10 +377,13 @@ inline void write_database(const collected& c, output_directory& dir, const std:
   output_directory sub = dir.subdirectory("ASCEND_PROFILER_OUTPUT");
   try {
     const std::string name = database_file_name(c.header.config.value("rank", -1));
-    sub.create(name);  // made here: exclusive, mode 0640, no symlink followed
+    // Made here (exclusive, mode 0640, no symlink followed) and kept open;
+    // SQLite reaches it through the directory's descriptor, and the file
+    // is checked to be this one once written.
+    const unique_fd file = sub.create(name);
     trace_data d = c.header;  // gains strings and counts while decoding
     d.events.reserve(export_window_events);
-    sqlite_file db(sub.path_of(name));
+    sqlite_file db(through_descriptor(sub, name), sub.path_of(name));
     db.exec(database_schema);
     database_rows rows(db, d);
     std::size_t events = 0, device_events = 0;
@@ -361,8 +394,11 @@ inline void write_database(const collected& c, output_directory& dir, const std:
       d.events.clear();
       d.device_events.clear();
     });
-    rows.finish(render_metadata(d, events, device_events, trace_id, user));
+    nlohmann::json metadata = render_metadata(d, events, device_events, trace_id, user);
+    metadata["counts"].erase("overlapping_ranges");  // about the JSON's tracks: a database has none
+    rows.finish(metadata);
     db.close();
+    check_written(sub, name, file);
   } catch (...) {
     sub.discard();
     throw;

@@ -6,6 +6,7 @@
 #include "../detail/abi.hpp"
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -36,6 +37,24 @@ inline std::size_t utf8_sequence(std::string_view s, std::size_t i) noexcept {
     return 4;
   }
   return 0;
+}
+
+/// `s` as valid UTF-8: each byte that starts no valid sequence becomes
+/// U+FFFD, as append_json_string() writes it.
+inline std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = static_cast<unsigned char>(s[i]) < 0x80 ? 1 : utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    } else {
+      out.append(s.data() + i, n);
+      i += n;
+    }
+  }
+  return out;
 }
 
 /// Appends `s` as a JSON string literal, quotes included.

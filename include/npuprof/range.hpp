@@ -168,6 +168,12 @@ inline void range_end(runtime_domain d, range_id id, stream_t stream = nullptr) 
 ///
 ///     npuprof::scoped_range<kernels> r{kGemm, stream};
 ///     npuprof::scoped_range r2{npuprof::domain_by_name("comm"), "allreduce"};
+///
+/// Cost: with a registered string and no stream, a counter read at each end
+/// and one three-word record written at the end; a domain that does not
+/// record costs a load and a branch, one compiled out nothing. A copied
+/// message writes a begin and an end record. Construct and destroy it on
+/// the same thread; any number of threads may hold their own.
 template <class D = default_domain>
 class scoped_range {
   static_assert(std::is_same_v<D, runtime_domain> || is_domain_v<D>,
@@ -200,7 +206,11 @@ scoped_range(runtime_domain, detail::message, stream_t)->scoped_range<runtime_do
 
 /// A range owned by this object, which may be moved (to another scope or
 /// thread); the range ends when the last owner is destroyed or reset() is
-/// called.
+/// called. Cost: a begin and an end record, matched by an id; the end may
+/// be written on another thread than the begin (the trace shows both).
+///
+///     npuprof::unique_range<serving> request{"request", stream};
+///     queue.push(std::move(request));  // ends where the request is done
 template <class D = default_domain>
 class unique_range {
  public:

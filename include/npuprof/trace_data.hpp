@@ -75,6 +75,9 @@ struct trace_counts {
   std::uint64_t evicted_bytes = 0;                    // records a flight recorder let go to stay in its memory cap
 };
 
+/// A decoded trace: what session::data() returns and what the writers read.
+/// Events name their strings and domains by index; times are steady_clock
+/// nanoseconds, and wall_start_ns is the system clock at start_ns.
 struct trace_data {
   std::vector<trace_event> events;
   std::vector<device_event> device_events;  // sorted by nothing in particular

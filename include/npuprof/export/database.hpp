@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <string_view>

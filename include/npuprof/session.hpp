@@ -41,6 +41,7 @@
 #include "detail/chunk_pool.hpp"
 #include "detail/collected.hpp"
 #include "detail/drained_records.hpp"
+#include "detail/drainer.hpp"
 #include "detail/dump_signal.hpp"
 #include "detail/host_sys.hpp"
 #include "detail/process_hooks.hpp"
@@ -194,7 +195,7 @@ class session {
   void halt();
   void retire_dumper();
   void trim_window();
-  void drain_loop();
+  void flush();
   void start_signal_dump();
   void reset_counts();
   void discard_stale_records();
@@ -215,10 +216,8 @@ class session {
 
   config cfg_;
   detail::drained_records records_;  // guarded by control
-  std::thread drainer_;
-  std::mutex wake_mutex_;
-  std::condition_variable wake_;
-  bool stop_requested_ = false;
+  detail::drainer drainer_;
+  std::optional<detail::host_sys_sampler> host_sys_;  // used on the drainer's thread only
   std::atomic<bool> running_{false};
   // What one run (start() to stop()) knows; start() resets it whole.
   struct run_state {
@@ -381,8 +380,17 @@ inline void session::start() {
     signal_.install(cfg_.flight.signal);
   }
 
-  stop_requested_ = false;
-  drainer_ = std::thread([this] { drain_loop(); });
+  const auto period = std::chrono::milliseconds(
+      std::min(cfg_.flush_interval_ms, cfg_.host_sys.empty() ? ~0u : cfg_.host_sys_interval_ms));
+  drainer_.start(
+      period,
+      [this] {
+        host_sys_.reset();
+        if (!cfg_.host_sys.empty()) {
+          host_sys_.emplace(cfg_.host_sys, std::int64_t{cfg_.host_sys_interval_ms} * 1'000'000);
+        }
+      },
+      [this] { flush(); });
   detail::install_process_hooks({&detail::stop_active_session_for, &detail::abandon_session_in_child});
 }
 
@@ -397,12 +405,7 @@ inline void session::halt() {
     st.domains.set_forwarding(false);
   }
   signal_.restore();
-  {
-    std::lock_guard<std::mutex> lock(wake_mutex_);
-    stop_requested_ = true;
-  }
-  wake_.notify_all();
-  if (drainer_.joinable()) drainer_.join();
+  drainer_.stop();
   std::lock_guard<detail::recursive_mutex> lock(st.control);
   if (device_ != nullptr) {
     // Ranges that began recorded still end on the device: stop after them.
@@ -464,7 +467,7 @@ inline void session::abandon_in_child() noexcept {
   detail::markers().forwarder.store(nullptr, std::memory_order_release);
   signal_.restore();
   // The thread objects name threads of the parent: never joined, never destroyed.
-  if (drainer_.joinable()) new std::thread(std::move(drainer_));
+  drainer_.abandon_in_child();
   if (dumper_.joinable()) new std::thread(std::move(dumper_));
   device_ = nullptr;
   parents_copy_ = true;
@@ -691,45 +694,21 @@ inline std::filesystem::path session::announce(const std::filesystem::path& dir)
   return dir;
 }
 
-inline void session::drain_loop() {
-  using clock = std::chrono::steady_clock;
-  name_thread("npuprof");
-  std::optional<detail::host_sys_sampler> host;
-  if (!cfg_.host_sys.empty()) host.emplace(cfg_.host_sys, std::int64_t{cfg_.host_sys_interval_ms} * 1'000'000);
-  const auto period = std::chrono::milliseconds(std::min(cfg_.flush_interval_ms, host ? cfg_.host_sys_interval_ms : ~0u));
-  // Between two flushes the ready reserve is checked every millisecond (two
-  // relaxed loads): a burst that empties it is refilled before threads run
-  // out, without recording threads ever waking this one.
-  const auto reserve_check = std::chrono::milliseconds(1);
-  detail::chunk_pool& pool = detail::pool();
-  auto next_flush = clock::now() + period;
-  std::unique_lock<std::mutex> lock(wake_mutex_);
-  while (!stop_requested_) {
-    wake_.wait_for(lock, std::min<clock::duration>(reserve_check, next_flush - clock::now()));
-    if (stop_requested_) break;
-    lock.unlock();
-    if (clock::now() < next_flush) {
-      if (pool.low()) pool.top_up();
-      lock.lock();
-      continue;
-    }
-    next_flush = clock::now() + period;
-    if (host) {
-      host->poll(steady_ns());
-      std::lock_guard<std::mutex> note(host_sys_mutex_);
-      host_sys_unavailable_ = host->unavailable();
-    }
-    {
-      std::lock_guard<detail::recursive_mutex> control(detail::state().control);
-      records_.drain_full();
-      pool.top_up();
-      if (device_ != nullptr) device_->resolve();
-      if (cfg_.flight.enabled) {
-        trim_window();
-        start_signal_dump();
-      }
-    }
-    lock.lock();
+// One flush of the drainer: host counters, full chunks, the reserve, device
+// times, and for a flight recorder the window and a dump asked for by signal.
+inline void session::flush() {
+  if (host_sys_) {
+    host_sys_->poll(steady_ns());
+    std::lock_guard<std::mutex> note(host_sys_mutex_);
+    host_sys_unavailable_ = host_sys_->unavailable();
+  }
+  std::lock_guard<detail::recursive_mutex> control(detail::state().control);
+  records_.drain_full();
+  detail::pool().top_up();
+  if (device_ != nullptr) device_->resolve();
+  if (cfg_.flight.enabled) {
+    trim_window();
+    start_signal_dump();
   }
 }
 

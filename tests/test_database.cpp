@@ -394,6 +394,7 @@ TEST_CASE("invalid UTF-8 in messages, names and metadata is stored as the JSON h
   test::temp_dir dir;
   auto cfg = test::config_in(dir);
   cfg.export_type = {"text", "db"};
+  cfg.trace_id_callback = [] { return std::string("trace \xe2\x82"); };  // a sequence cut short
   npuprof::session s{cfg};
   s.add_metadata("note", std::string("bad\xff"));
   s.add_metadata("nested", {{"k", std::string("v\xfe")}});
@@ -414,6 +415,8 @@ TEST_CASE("invalid UTF-8 in messages, names and metadata is stored as the JSON h
   const auto user = json::parse(db.rows("SELECT value FROM META_DATA WHERE name = 'user'").at(0).at(0));
   CHECK(user == t.meta["user"]);
   CHECK(user["note"] == "bad\xEF\xBF\xBD");
+  CHECK(db.rows("SELECT value FROM META_DATA WHERE name = 'trace_id'") ==
+        std::vector<std::vector<std::string>>{{t.meta["trace_id"].get<std::string>()}});
   // The counts are profiler_metadata.json's, but for the JSON's tracks.
   json counts = t.meta["counts"];
   counts.erase("overlapping_ranges");

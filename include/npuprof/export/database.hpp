@@ -218,13 +218,12 @@ class database_rows {
     sqlite3_stmt* session = db_.prepare("INSERT INTO SESSION_TIME_INFO VALUES (?, ?)");
     db_.insert(session, epoch(d_.start_ns), epoch(d_.end_ns));
     sqlite3_stmt* host = db_.prepare("INSERT INTO HOST_INFO VALUES (?, ?)");
-    db_.insert(host, std::string_view(valid_utf8(host_uid())), std::string_view(valid_utf8(d_.hostname)));
+    db_.insert(host, std::string_view(metadata_text(host_uid())), std::string_view(metadata_text(d_.hostname)));
     sqlite3_stmt* rank = db_.prepare("INSERT INTO RANK_DEVICE_MAP VALUES (?, ?)");
     db_.insert(rank, std::int64_t{d_.config.value("rank", -1)}, std::int64_t{d_.device_id});
     sqlite3_stmt* meta = db_.prepare("INSERT INTO META_DATA VALUES (?, ?)");
     for (auto it = metadata.begin(); it != metadata.end(); ++it) {
-      // As profiler_metadata.json has them: invalid UTF-8 replaced.
-      const std::string value = it->is_string() ? valid_utf8(it->get<std::string>())
+      const std::string value = it->is_string() ? metadata_text(it->get<std::string>())
                                                 : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       db_.insert(meta, std::string_view(it.key()), std::string_view(value));
     }
@@ -324,6 +323,13 @@ class database_rows {
     const auto found = text_ids_.try_emplace(valid_utf8(raw), static_cast<std::int64_t>(text_ids_.size()) + 1);
     if (found.second) db_.insert(strings_, found.first->second, std::string_view(found.first->first));
     return found.first->second;
+  }
+
+  // Text as profiler_metadata.json has it: invalid UTF-8 replaced the way
+  // its writer replaces it.
+  static std::string metadata_text(const std::string& text) {
+    const std::string quoted = nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return nlohmann::json::parse(quoted).get<std::string>();
   }
 
   static std::string host_uid() {

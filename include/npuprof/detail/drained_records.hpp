@@ -59,10 +59,8 @@ class drained_records {
   }
 
   /// Every published record: full chunks, what live threads' chunks hold so
-  /// far, then chunks handed over while we looked at those. What a live
-  /// thread's chunk holds is copied at once: the thread may hand the chunk
-  /// over (exiting, or filling it) and drain_full() recycle it before the
-  /// records are read, and another thread may then write over them.
+  /// far (read in place: recording has stopped or paused), then chunks
+  /// handed over while we looked at those.
   void take_published() {
     drain_full();
     const std::int64_t now = steady_ns();
@@ -70,11 +68,7 @@ class drained_records {
       chunk* c = tb.current.load(std::memory_order_acquire);
       if (c == nullptr) return;
       std::uint64_t* end = c->published.load(std::memory_order_acquire);
-      if (end > c->unread) {
-        const std::vector<std::uint64_t>& copy = copies_.emplace_back(c->unread, end);
-        segments_.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, now, c});
-        held_bytes_ += segment_bytes(segments_.back());
-      }
+      if (end > c->unread) segments_.push_back({c, c->unread, end, c->tid, false, now, c});
       c->unread = end;
     });
     drain_full();

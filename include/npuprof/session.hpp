@@ -770,6 +770,9 @@ inline std::shared_ptr<detail::collected> session::collect(clock_point from, clo
   d.domains = st.domains.names();
   for (auto& [tid, name] : st.threads.names()) d.thread_names[tid] = std::move(name);
   for (auto& [stream, name] : st.streams.all()) d.stream_names[reinterpret_cast<std::uintptr_t>(stream)] = name;
+  // A dump collects outside the control lock; the drainer trims the
+  // device's times and clock under it.
+  std::lock_guard<detail::recursive_mutex> device_lock(st.control);
   if (device_ != nullptr) {
     d.backend = device_->describe();
     if (backend_note_.contains("mstx_forward")) d.backend["mstx_forward"] = backend_note_["mstx_forward"];

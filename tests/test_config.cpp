@@ -327,6 +327,59 @@ TEST_CASE("asking for the database in a program without its header is an error a
   CHECK(test::fs::is_empty(dir.path));
 }
 
+TEST_CASE("metrics take an address, a series cap and buckets; bad values are errors naming the key") {
+  CHECK_FALSE(npuprof::config{}.metrics.enabled());
+  const auto c = npuprof::config::from_json(
+      R"({"metrics": {"listen": "127.0.0.1:9464", "max_series": 50, "buckets": [0.001, 0.01, 1]}})");
+  CHECK(c.metrics.listen == "127.0.0.1:9464");
+  CHECK(c.metrics.max_series == 50);
+  CHECK(c.metrics.buckets == std::vector<double>{0.001, 0.01, 1});
+  CHECK(c.to_json()["metrics"]["listen"] == "127.0.0.1:9464");
+  CHECK(npuprof::config::from_json(R"({"metrics": {"listen": "[::1]:0"}})").metrics.listen == "[::1]:0");
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"metrics": "127.0.0.1:9464"})", "key 'metrics': expected an object"},
+      {R"({"metrics": {"listen": "localhost"}})", "key 'metrics.listen': expected \"host:port\""},
+      {R"({"metrics": {"listen": "127.0.0.1:65536"}})", "key 'metrics.listen'"},
+      {R"({"metrics": {"listen": ":9464"}})", "key 'metrics.listen'"},
+      {R"({"metrics": {"listen": "127.0.0.1:94x"}})", "key 'metrics.listen'"},
+      {R"({"metrics": {"max_series": 0}})", "key 'metrics.max_series'"},
+      {R"({"metrics": {"buckets": [0.1, 0.01]}})", "key 'metrics.buckets': expected increasing"},
+      {R"({"metrics": {"buckets": [0, 1]}})", "key 'metrics.buckets'"},
+      {R"({"metrics": {"buckets": []}})", "key 'metrics.buckets': expected 1 to 64"},
+      {R"({"metrics": {"port": 9464}})", "key 'metrics.port': unknown"},
+  };
+  for (const auto& [text, want] : bad) {
+    const std::string e = error_of([&] { npuprof::config::from_json(text, "m.json"); });
+    CHECK_MESSAGE(contains(e, std::string("m.json: ") + want), text, " -> ", e);
+  }
+  {
+    test::scoped_env config_file("NPUPROF_CONFIG", nullptr);
+    test::scoped_env v("NPUPROF_METRICS_LISTEN", "127.0.0.1:9500");
+    CHECK(npuprof::config::from_env().metrics.listen == "127.0.0.1:9500");
+  }
+  {
+    test::scoped_env config_file("NPUPROF_CONFIG", nullptr);
+    test::scoped_env v("NPUPROF_METRICS_LISTEN", "9500");
+    CHECK(contains(error_of([] { npuprof::config::from_env(); }), "key 'metrics.listen'"));
+  }
+  npuprof::config code;
+  code.metrics.buckets = {1, 1};
+  CHECK(contains(error_of([&] { npuprof::session s{code}; }), "defaults: key 'metrics.buckets'"));
+}
+
+TEST_CASE("asking for metrics in a program without their header is an error at start(), and nothing is recorded") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.metrics.listen = "127.0.0.1:0";
+  npuprof::session s{cfg};
+  const std::string e = error_of([&] { s.start(); });
+  CHECK(contains(e, "metrics"));
+  CHECK(contains(e, "npuprof/metrics.hpp"));
+  CHECK_FALSE(s.running());
+  CHECK(s.metrics_address().empty());
+  CHECK(test::fs::is_empty(dir.path));
+}
+
 TEST_CASE("the config is written to the metadata") {
   test::temp_dir dir;
   auto cfg = test::config_in(dir);
@@ -471,7 +524,7 @@ TEST_CASE("README's configuration table has every key, with the code's variables
     } else if (d == "none") {
       CHECK((code.is_null() || code.empty()));
     } else if (d == "off") {
-      CHECK(code["enabled"] == false);
+      CHECK((code.contains("enabled") ? code["enabled"] == false : code["listen"] == ""));  // metrics: no address
     } else {
       MESSAGE("default of " << key << " given in words: " << d);
       continue;

@@ -27,6 +27,7 @@
 #include "detail/diagnostics.hpp"
 #include "error.hpp"
 #include "flight_recorder.hpp"
+#include "metrics_endpoint.hpp"
 #include "schedule.hpp"
 
 namespace npuprof {
@@ -96,6 +97,9 @@ struct config {
   /// database laid out as msprof's; needs <npuprof/database.hpp>). An
   /// unknown value is warned about and left out; none left means "text".
   std::vector<std::string> export_type = {"text"};
+  /// `metrics`: live Prometheus metrics while the session runs, see
+  /// npuprof::metrics_endpoint; off by default.
+  ::npuprof::metrics_endpoint metrics;
   /// `mstx_library`: that library (default: NPUPROF_MSTX_LIBRARY, else
   /// $ASCEND_HOME_PATH/lib64/libms_tools_ext.so, else the loader's search).
   std::string mstx_library;
@@ -333,6 +337,20 @@ inline config_key flight_recorder_key() {
           }};
 }
 
+inline config_key metrics_key() {
+  return {"metrics", "NPUPROF_METRICS_LISTEN", {0, 0}, {}, {},
+          [](config& c, const std::string& source, const config_key&, const nlohmann::json& v) {
+            c.metrics = json_metrics_endpoint(source, v);
+          },
+          [](config& c, const config_key&, const char* v) { c.metrics.listen = v; },
+          [](const config& c) -> nlohmann::json {
+            return {{"listen", c.metrics.listen}, {"max_series", c.metrics.max_series}, {"buckets", c.metrics.buckets}};
+          },
+          [](const config& c, const config_key&) {
+            if (const setting_problem p = metrics_problem(c.metrics); !p.key.empty()) key_error(c.source, p.key, p.what);
+          }};
+}
+
 /// Every key a config file may hold, in the order README's table lists them.
 inline const std::vector<config_key>& config_keys() {
   static const std::vector<config_key> keys = {
@@ -368,6 +386,7 @@ inline const std::vector<config_key>& config_keys() {
       integer_key<&config::host_sys_interval_ms>("host_sys_interval_ms", "NPUPROF_HOST_SYS_INTERVAL_MS",
                                                  host_sys_interval_ms_range),
       export_type_key(),
+      metrics_key(),
   };
   return keys;
 }

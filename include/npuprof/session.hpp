@@ -44,6 +44,8 @@
 #include "detail/drainer.hpp"
 #include "detail/dump_signal.hpp"
 #include "detail/host_sys.hpp"
+#include "detail/live_metrics.hpp"
+#include "detail/metrics_slot.hpp"
 #include "detail/process_hooks.hpp"
 #include "detail/state.hpp"
 #include "domain_filter.hpp"
@@ -181,6 +183,13 @@ class session {
   /// model, the build, the request mix...). A later value for a key wins.
   void add_metadata(const std::string& key, nlohmann::json value) { user_metadata_[key] = std::move(value); }
 
+  /// Where live metrics are served while the session runs ("host:port",
+  /// with the port taken for port 0), or "" when they are not.
+  std::string metrics_address() const {
+    std::lock_guard<std::mutex> lock(data_mutex_);
+    return metrics_address_;
+  }
+
  private:
   friend void detail::stop_active_session_for(const char* why);
   friend void detail::abandon_session_in_child(session* s) noexcept;
@@ -196,6 +205,8 @@ class session {
   void retire_dumper();
   void trim_window();
   void flush();
+  void feed_metrics();
+  void stop_metrics();
   void start_signal_dump();
   void reset_counts();
   void discard_stale_records();
@@ -217,6 +228,9 @@ class session {
   config cfg_;
   detail::drained_records records_;  // guarded by control
   detail::drainer drainer_;
+  std::shared_ptr<detail::live_metrics> metrics_;         // null: no metrics
+  std::unique_ptr<detail::metrics_server> metrics_server_;
+  std::string metrics_address_;                          // guarded by data_mutex_
   std::optional<detail::host_sys_sampler> host_sys_;  // used on the drainer's thread only
   std::atomic<bool> running_{false};
   // What one run (start() to stop()) knows; start() resets it whole.
@@ -233,6 +247,7 @@ class session {
     bool stopping = false;  // guarded by control
     int dumps = 0;
     std::string stop_reason = "stop";
+    std::uint64_t drops_taken = 0;  // drops counted into earlier cycles or cleared, for live metrics (guarded by control)
   };
   run_state run_;
   // Serialises dumps with everything that recycles segments. Taken before
@@ -339,6 +354,10 @@ inline void session::start() {
     throw config_error("export_type \"db\" needs the database export: include <npuprof/database.hpp> in the file "
                        "that starts profiling and link SQLite (meson: npuprof_db_dep)");
   }
+  if (cfg_.metrics.enabled() && detail::installed_metrics_server() == nullptr) {
+    throw config_error("metrics need the metrics endpoint: include <npuprof/metrics.hpp> in the file that starts "
+                       "profiling and link prometheus-cpp (meson: npuprof_metrics_dep)");
+  }
   detail::check_output_dir(cfg_.output_dir);  // its problems show now, not at the first write
   detail::process_state& st = detail::state();
   std::lock_guard<detail::recursive_mutex> lock(st.control);
@@ -346,6 +365,13 @@ inline void session::start() {
   if (st.active.load(std::memory_order_acquire) != nullptr) {
     throw error("npuprof: cannot start a session: another session is already running in this process; "
                 "stop it first");
+  }
+  // Listening may fail (the port is taken): before anything else changes.
+  std::shared_ptr<detail::live_metrics> metrics;
+  std::unique_ptr<detail::metrics_server> metrics_server;
+  if (cfg_.metrics.enabled()) {
+    metrics = std::make_shared<detail::live_metrics>(cfg_.metrics);
+    metrics_server = detail::installed_metrics_server()(cfg_.metrics, metrics);
   }
   const std::size_t cap = cfg_.flight.enabled ? cfg_.flight.memory_mb << 20 : cfg_.buffer_size_kb * 1024;
   detail::pool().configure(cfg_.chunk_size_kb * 1024, cap);
@@ -359,6 +385,14 @@ inline void session::start() {
   run_.wall_start = wall_ns() - (steady_ns() - run_.start_point.steady);
   run_.action = cfg_.schedule ? cfg_.schedule->action(0) : step_action::record;
   records_.reset_eviction();
+  metrics_ = std::move(metrics);
+  records_.meter_with(metrics_.get());
+  if (metrics_) metrics_->calibrate(run_.start_point.ticks, clock_calibration(st.origin, run_.start_point).ns_per_tick());
+  metrics_server_ = std::move(metrics_server);
+  if (metrics_server_) {
+    std::lock_guard<std::mutex> data(data_mutex_);
+    metrics_address_ = metrics_server_->address();
+  }
 
   st.domains.set_filter({cfg_.mstx, cfg_.domain_include, cfg_.domain_exclude});
   detail::backend_choice backend = detail::choose_backend(cfg_);
@@ -406,6 +440,7 @@ inline void session::halt() {
   }
   signal_.restore();
   drainer_.stop();
+  stop_metrics();
   std::lock_guard<detail::recursive_mutex> lock(st.control);
   if (device_ != nullptr) {
     // Ranges that began recorded still end on the device: stop after them.
@@ -468,6 +503,9 @@ inline void session::abandon_in_child() noexcept {
   signal_.restore();
   // The thread objects name threads of the parent: never joined, never destroyed.
   drainer_.abandon_in_child();
+  // The endpoint's threads are the parent's too; its socket stays the parent's.
+  (void)metrics_server_.release();
+  records_.meter_with(nullptr);
   if (dumper_.joinable()) new std::thread(std::move(dumper_));
   device_ = nullptr;
   parents_copy_ = true;
@@ -703,13 +741,44 @@ inline void session::flush() {
     host_sys_unavailable_ = host_sys_->unavailable();
   }
   std::lock_guard<detail::recursive_mutex> control(detail::state().control);
+  if (metrics_) {
+    metrics_->calibrate(run_.start_point.ticks,
+                        clock_calibration(detail::state().origin, sample_clock()).ns_per_tick());
+  }
   records_.drain_full();
   detail::pool().top_up();
   if (device_ != nullptr) device_->resolve();
+  if (metrics_) feed_metrics();
   if (cfg_.flight.enabled) {
     trim_window();
     start_signal_dump();
   }
+}
+
+// Live metrics, once a flush has drained the full chunks: what live threads
+// published since, device times resolved, and the session's health.
+inline void session::feed_metrics() {
+  detail::process_state& st = detail::state();
+  metrics_->read_live();
+  if (device_ != nullptr) metrics_->resolve_device(*device_, steady_ns());
+  detail::metrics_health health;
+  for (auto& [tid, n] : st.threads.peek_drops_by_thread()) health.dropped_events += n;
+  health.dropped_events += detail::markers().stats.unregistered_drops.load(std::memory_order_relaxed) + run_.drops_taken;
+  health.buffer_bytes = detail::pool().bytes_allocated();
+  metrics_->end_flush(health);
+}
+
+// The endpoint stops with the session; records taken from now on are not
+// measured.
+inline void session::stop_metrics() {
+  metrics_server_.reset();
+  {
+    std::lock_guard<std::mutex> data(data_mutex_);
+    metrics_address_.clear();
+  }
+  std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
+  records_.meter_with(nullptr);
+  metrics_.reset();
 }
 
 // A dump asked for by signal runs on a thread of its own, so that draining
@@ -744,10 +813,10 @@ inline void session::discard_stale_records() {
 }
 
 inline void session::reset_counts() {
-  detail::state().threads.take_drops();
+  for (auto& [tid, n] : detail::state().threads.take_drops()) run_.drops_taken += n;
   detail::markers().stats.truncated_messages.exchange(0);
   detail::markers().stats.null_messages.exchange(0);
-  detail::markers().stats.unregistered_drops.exchange(0);
+  run_.drops_taken += detail::markers().stats.unregistered_drops.exchange(0);
   detail::markers().stats.dropped_range_ends.exchange(0);
 }
 
@@ -800,6 +869,7 @@ inline std::shared_ptr<detail::collected> session::collect(clock_point from, clo
   }
   for (auto& [tid, n] : d.counts.dropped_by_thread) d.counts.dropped += n;
   d.counts.dropped += count(detail::markers().stats.unregistered_drops);
+  if (take_counts) run_.drops_taken += d.counts.dropped;
   d.counts.truncated_messages = count(detail::markers().stats.truncated_messages);
   d.counts.null_messages = count(detail::markers().stats.null_messages);
   d.counts.rejected_domain_names = detail::markers().stats.rejected_domain_names.load();

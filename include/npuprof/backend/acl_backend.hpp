@@ -117,6 +117,15 @@ class acl_backend final : public device_backend {
     return out;
   }
 
+  bool device_ns(std::uint64_t stream, std::uint64_t seq, std::int64_t& out) const override {
+    auto it = times_.find(reinterpret_cast<void*>(static_cast<std::uintptr_t>(stream)));
+    if (it == times_.end() || seq < it->second.base) return false;
+    const std::uint64_t i = seq - it->second.base;
+    if (i >= it->second.device_ns.size() || it->second.device_ns[i] == device_times::unknown) return false;
+    out = it->second.device_ns[i];
+    return true;
+  }
+
   /// Forgets the times of events that ran before host time `from_ns`: a
   /// flight recorder keeps only its window.
   void forget_before(std::int64_t from_ns) override {

@@ -35,6 +35,9 @@ class device_backend : public device_recorder {
   virtual device_times finish(std::chrono::milliseconds wait) = 0;
   /// The device times known now; recording goes on.
   virtual device_times snapshot() = 0;
+  /// The device time (device clock, ns) of event `seq` on `stream`, if it
+  /// was resolved and is still kept. Background thread only.
+  virtual bool device_ns(std::uint64_t stream, std::uint64_t seq, std::int64_t& out) const = 0;
   /// Forgets device times of events before `from_ns` (steady clock).
   virtual void forget_before(std::int64_t from_ns) = 0;
   /// What the metadata says about the backend and its device events.

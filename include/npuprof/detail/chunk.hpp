@@ -19,6 +19,8 @@ struct alignas(64) chunk {
   std::atomic<std::uint64_t*> published{nullptr};
   /// Start of the records the drainer has not taken yet (drainer only).
   std::uint64_t* unread = nullptr;
+  /// Start of the records live metrics have not read yet (drainer only).
+  std::uint64_t* metered = nullptr;
   /// One past the last word of the data area.
   std::uint64_t* limit = nullptr;
   /// OS thread id of the owner when the chunk was handed out.
@@ -32,6 +34,7 @@ struct alignas(64) chunk {
   void reset(std::uint32_t owner_tid) noexcept {
     tid = owner_tid;
     unread = data();
+    metered = data();
     published.store(data(), std::memory_order_release);
   }
 

@@ -22,6 +22,7 @@
 
 #include "../error.hpp"
 #include "../flight_recorder.hpp"
+#include "../metrics_endpoint.hpp"
 #include "../schedule.hpp"
 
 namespace npuprof {
@@ -115,6 +116,8 @@ inline constexpr int_range min_duration_us_range{0, 3'600'000'000LL};  // an hou
 inline constexpr int_range host_sys_interval_ms_range{1, 3'600'000};
 inline constexpr int_range memory_mb_range{1, 1'048'576};  // 1 TiB
 inline constexpr double window_s_max = 7 * 24 * 3600.0;     // a week
+inline constexpr int_range max_series_range{1, 1'000'000};
+inline constexpr std::size_t max_buckets = 64;
 
 inline std::string range_text(int_range r) {
   return "between " + std::to_string(r.lo) + " and " + std::to_string(r.hi);
@@ -232,6 +235,73 @@ inline ::npuprof::flight_recorder json_flight_recorder(const std::string& source
     }
   }
   return f;
+}
+
+/// Splits "host:port" ("[::1]:port" for IPv6); false when it is not one.
+inline bool split_listen(std::string_view listen, std::string& host, unsigned& port) {
+  const std::size_t colon = listen.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == listen.size()) return false;
+  host = std::string(listen.substr(0, colon));
+  const std::string_view digits = listen.substr(colon + 1);
+  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (ec != std::errc() || end != digits.data() + digits.size() || port > 65535) return false;
+  if (host.front() == '[') return host.size() > 2 && host.back() == ']';
+  return host.find_first_of(":[] /") == std::string::npos;
+}
+
+/// What is wrong with metrics settings: the key and why; an empty key when
+/// nothing is.
+struct setting_problem {
+  std::string key, what;
+};
+inline setting_problem metrics_problem(const ::npuprof::metrics_endpoint& m) {
+  std::string host;
+  unsigned port = 0;
+  if (m.enabled() && !split_listen(m.listen, host, port)) {
+    return {"metrics.listen",
+            "expected \"host:port\" like \"127.0.0.1:9464\" (port 0: any free port), got \"" + m.listen + "\""};
+  }
+  if (!in_range(m.max_series, max_series_range)) {
+    return {"metrics.max_series", "must be " + range_text(max_series_range) + ", got " + std::to_string(m.max_series)};
+  }
+  if (m.buckets.empty() || m.buckets.size() > max_buckets) {
+    return {"metrics.buckets", "expected 1 to " + std::to_string(max_buckets) + " upper bounds, got " +
+                                   std::to_string(m.buckets.size())};
+  }
+  for (std::size_t i = 0; i < m.buckets.size(); ++i) {
+    const double b = m.buckets[i];
+    if (!(b > 0 && b <= window_s_max) || (i > 0 && !(b > m.buckets[i - 1]))) {
+      return {"metrics.buckets", "expected increasing numbers of seconds above 0 and at most a week, got " +
+                                     nlohmann::json(m.buckets).dump()};
+    }
+  }
+  return {};
+}
+
+/// The `metrics` object of a config file.
+inline ::npuprof::metrics_endpoint json_metrics_endpoint(const std::string& source, const nlohmann::json& v) {
+  ::npuprof::metrics_endpoint m;
+  if (!v.is_object()) key_error(source, "metrics", "expected an object like {\"listen\": \"127.0.0.1:9464\"}, got " + json_type_name(v));
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string key = "metrics." + it.key();
+    if (it.key() == "listen") {
+      if (!it->is_string()) key_error(source, key, "expected a string like \"127.0.0.1:9464\", got " + json_type_name(*it));
+      m.listen = it->get<std::string>();
+    } else if (it.key() == "max_series") {
+      m.max_series = json_integer<std::size_t>(source, key, *it, max_series_range);
+    } else if (it.key() == "buckets") {
+      if (!it->is_array()) key_error(source, key, "expected an array of seconds, got " + json_type_name(*it));
+      m.buckets.clear();
+      for (const nlohmann::json& b : *it) {
+        if (!b.is_number()) key_error(source, key, "expected numbers of seconds, got " + json_type_name(b));
+        m.buckets.push_back(b.get<double>());
+      }
+    } else {
+      key_error(source, key, "unknown; expected listen, max_series or buckets");
+    }
+  }
+  if (const setting_problem p = metrics_problem(m); !p.key.empty()) key_error(source, p.key, p.what);
+  return m;
 }
 }  // namespace detail
 NPUPROF_ABI_END

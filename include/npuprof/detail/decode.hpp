@@ -196,22 +196,6 @@ class decoder {
     out_.device_events.push_back({host, stream, b, e > b ? e - b : 0, false});
   }
 
-  /// Words of the record at p, or 0 when it is not a valid record.
-  static std::size_t record_words(const std::uint64_t* p, const std::uint64_t* to) {
-    if (to - p < 2) return 0;
-    const std::uint64_t tag = p[word::tag];
-    const kind k = tag_kind(tag);
-    if (k < kind::complete || k > kind::counter_copy) return 0;
-    if (tag_has_device(tag) && !tag_has_stream(tag)) return 0;
-    std::size_t n = fixed_words(k) + stream_words(tag);
-    if (has_copied_bytes(k)) {
-      const std::uint64_t len = tag_payload(tag);
-      if (len > max_message) return 0;
-      n += words_for_bytes(static_cast<std::size_t>(len));
-    }
-    return static_cast<std::size_t>(to - p) >= n ? n : 0;
-  }
-
   std::uint32_t intern(std::string_view s) {
     auto it = string_index_.find(std::string(s));
     if (it != string_index_.end()) return it->second;

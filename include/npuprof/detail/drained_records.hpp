@@ -15,6 +15,7 @@
 #include "chunk_pool.hpp"
 #include "collected.hpp"
 #include "decode.hpp"
+#include "live_metrics.hpp"
 #include "state.hpp"
 
 namespace npuprof {
@@ -45,6 +46,7 @@ class drained_records {
     const std::int64_t now = steady_ns();
     while (chunk* c = pool.take_full()) {
       std::uint64_t* end = c->published.load(std::memory_order_acquire);
+      if (meter_ != nullptr) meter_->read(*c, end);
       const auto used = static_cast<std::size_t>(end - c->unread);
       if (used * 4 < static_cast<std::size_t>(c->limit - c->data())) {
         const std::vector<std::uint64_t>& copy = copies_.emplace_back(c->unread, end);
@@ -68,6 +70,7 @@ class drained_records {
       chunk* c = tb.current.load(std::memory_order_acquire);
       if (c == nullptr) return;
       std::uint64_t* end = c->published.load(std::memory_order_acquire);
+      if (meter_ != nullptr) meter_->read(*c, end);
       if (end > c->unread) segments_.push_back({c, c->unread, end, c->tid, false, now, c});
       c->unread = end;
     });
@@ -86,6 +89,9 @@ class drained_records {
       drop_oldest();
     }
   }
+
+  /// Live metrics see every record taken from now on (null: none do).
+  void meter_with(live_metrics* m) noexcept { meter_ = m; }
 
   /// Gives every segment back to the pool.
   void recycle_all() {
@@ -154,6 +160,7 @@ class drained_records {
   std::deque<std::vector<std::uint64_t>> copies_;  // records of chunks given back early
   std::size_t held_bytes_ = 0;                     // memory segments_ keep from the pool
   eviction evicted_;
+  live_metrics* meter_ = nullptr;
   int readers_ = 0;
   std::vector<chunk*> retired_chunks_;                      // let go while read
   std::deque<std::vector<std::uint64_t>> retired_copies_;  // ... and copies

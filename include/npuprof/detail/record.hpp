@@ -134,6 +134,23 @@ constexpr std::size_t words_for_bytes(std::size_t n) noexcept { return (n + 7) /
 /// message.
 inline constexpr std::size_t max_record_words = 4 + 3 + words_for_bytes(max_message);
 
+/// Words of the record at `p`, or 0 when [p, to) does not begin with a valid
+/// record (an unknown kind, a length past the limit, a record cut short).
+inline std::size_t record_words(const std::uint64_t* p, const std::uint64_t* to) noexcept {
+  if (to - p < 2) return 0;
+  const std::uint64_t tag = p[word::tag];
+  const kind k = tag_kind(tag);
+  if (k < kind::complete || k > kind::counter_copy) return 0;
+  if (tag_has_device(tag) && !tag_has_stream(tag)) return 0;
+  std::size_t n = fixed_words(k) + stream_words(tag);
+  if (has_copied_bytes(k)) {
+    const std::uint64_t len = tag_payload(tag);
+    if (len > max_message) return 0;
+    n += words_for_bytes(static_cast<std::size_t>(len));
+  }
+  return static_cast<std::size_t>(to - p) >= n ? n : 0;
+}
+
 }  // namespace detail
 NPUPROF_ABI_END
 }  // namespace npuprof

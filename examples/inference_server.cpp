@@ -11,11 +11,18 @@
 // by `kill -USR1 <pid>`, and when the process exits. Every directory written
 // is printed.
 //
-//     build/examples/inference_server [seconds]      (default 3)
+//     build/examples/inference_server [seconds] [--metrics 127.0.0.1:9464]
+//
+// With --metrics (or NPUPROF_METRICS_LISTEN), npuprof also serves live
+// Prometheus metrics of the same markers while the server runs: latency
+// histograms of requests, prefill and decode, host and device.
 //
 // There is no NPU here: the device work runs on npuprof's SIMULATED Ascend
 // runtime, so the device tracks are labelled as simulated.
 #include <npuprof/session.hpp>
+#if defined(NPUPROF_EXAMPLE_METRICS)
+#include <npuprof/metrics.hpp>
+#endif
 
 #include <signal.h>
 #include <unistd.h>
@@ -28,6 +35,7 @@
 #include <deque>
 #include <mutex>
 #include <random>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -182,9 +190,24 @@ void responder(request_queue& done, std::chrono::milliseconds slow) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
+  double seconds = 3.0;
+  std::string metrics;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--metrics") == 0 && i + 1 < argc) {
+      metrics = argv[++i];
+    } else {
+      seconds = std::atof(argv[i]);
+    }
+  }
 
   npuprof::config cfg = npuprof::config::from_env();
+  if (!metrics.empty()) cfg.metrics.listen = metrics;
+#if !defined(NPUPROF_EXAMPLE_METRICS)
+  if (cfg.metrics.enabled()) {
+    std::fprintf(stderr, "inference server: built without prometheus-cpp (Debian: prometheus-cpp-dev): no metrics\n");
+    cfg.metrics.listen.clear();
+  }
+#endif
   // Traces go under ./npuprof_traces/ unless NPUPROF_OUTPUT_DIR or the config file names
   // another directory.
   if (std::getenv("NPUPROF_OUTPUT_DIR") == nullptr && cfg.output_dir == ".") cfg.output_dir = "npuprof_traces";
@@ -202,6 +225,9 @@ int main(int argc, char** argv) {
   auto* recorder = new npuprof::session{cfg};
   recorder->start();
   recorder->add_metadata("model", "demo-7b (simulated)");
+  if (!recorder->metrics_address().empty()) {
+    std::printf("npuprof: live metrics at http://%s/metrics\n", recorder->metrics_address().c_str());
+  }
   std::printf("inference server %d: running %.1f s; kill -USR1 %d writes the last %.0f s\n",
               static_cast<int>(::getpid()), seconds, static_cast<int>(::getpid()), cfg.flight.window_s);
 

@@ -348,9 +348,9 @@ TEST_CASE("metrics take an address, a series cap and buckets; bad values are err
       {R"({"metrics": {"buckets": []}})", "key 'metrics.buckets': expected 1 to 64"},
       {R"({"metrics": {"port": 9464}})", "key 'metrics.port': unknown"},
   };
-  for (const auto& [text, want] : bad) {
-    const std::string e = error_of([&] { npuprof::config::from_json(text, "m.json"); });
-    CHECK_MESSAGE(contains(e, std::string("m.json: ") + want), text, " -> ", e);
+  for (const auto& b : bad) {
+    const std::string e = error_of([&] { npuprof::config::from_json(b.first, "m.json"); });
+    CHECK_MESSAGE(contains(e, std::string("m.json: ") + b.second), b.first, " -> ", e);
   }
   {
     test::scoped_env config_file("NPUPROF_CONFIG", nullptr);

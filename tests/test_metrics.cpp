@@ -100,7 +100,9 @@ TEST_CASE("/metrics holds a histogram per range name whose buckets hold the trac
 
   // Every name, with its domain and its count.
   const std::map<std::string, double> counts = {{"prefill", 20}, {"decode", 3}, {"handed over", 1}};
-  for (const auto& [name, n] : counts) {
+  for (const auto& entry : counts) {
+    const std::string& name = entry.first;
+    const double n = entry.second;
     CAPTURE(name);
     CHECK(value_or_zero(m, "npuprof_range_duration_seconds_count", {{"domain", "serving"}, {"name", name}}) == n);
     CHECK(value_or_zero(m, "npuprof_range_duration_seconds_bucket",
@@ -116,7 +118,9 @@ TEST_CASE("/metrics holds a histogram per range name whose buckets hold the trac
   // Each bucket holds the ranges of the trace whose duration is at most its
   // bound; the sum is theirs.
   const std::vector<double> bounds = npuprof::metrics_endpoint::default_buckets();
-  for (const auto& [name, n] : counts) {
+  for (const auto& entry : counts) {
+    const std::string& name = entry.first;
+    const double n = entry.second;
     CAPTURE(name);
     std::vector<double> durations;
     for (const auto& e : t.named(name, "X")) durations.push_back(e["dur"].get<double>() * 1e-6);

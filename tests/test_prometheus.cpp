@@ -102,9 +102,16 @@ class prometheus_server {
     return false;
   }
 
+  /// Evaluates queries at this time (Unix seconds; 0: now). Once the
+  /// program stops serving, Prometheus marks its series stale: what it
+  /// stored is asked for as of before.
+  void as_of(double unix_seconds) { at_ = unix_seconds; }
+
   /// The vector an instant query gives, as (labels, value) rows.
   std::vector<std::pair<test::json, double>> query(const std::string& promql) const {
-    const test::http_response r = test::http_get(address_, "/api/v1/query?query=" + url_encoded(promql), 10s);
+    std::string path = "/api/v1/query?query=" + url_encoded(promql);
+    if (at_ > 0) path += fmt::format("&time={:.3f}", at_);
+    const test::http_response r = test::http_get(address_, path, 10s);
     REQUIRE_MESSAGE(r.status == 200, promql << ": HTTP " << r.status << " " << r.body);
     const test::json j = test::json::parse(r.body);
     REQUIRE(j["status"] == "success");
@@ -138,6 +145,7 @@ class prometheus_server {
 
  private:
   pid_t pid_ = -1;
+  double at_ = 0;
   std::string address_;
   test::fs::path log_;
 };
@@ -192,6 +200,7 @@ TEST_CASE("a real Prometheus scrapes the live metrics: counts, buckets, the seri
   REQUIRE_MESSAGE(prom.wait_for("npuprof_series_overflow_total", 4003), prom.log());
   REQUIRE(prom.wait_for("npuprof_range_duration_seconds_count{name=\"prefill\"}", 100));
   REQUIRE(prom.wait_for("npuprof_device_duration_seconds_count{name=\"kernel\"}", 5));
+  prom.as_of(static_cast<double>(npuprof::wall_ns()) * 1e-9);
   const auto t = test::load(s.stop());
   REQUIRE(aclrtDestroyStream(stream) == ACL_SUCCESS);
 
@@ -207,8 +216,9 @@ TEST_CASE("a real Prometheus scrapes the live metrics: counts, buckets, the seri
     for (const auto& e : t.named(name, "X")) durations.push_back(e["dur"].get<double>() * 1e-6);
     const auto buckets = prom.query(fmt::format("npuprof_range_duration_seconds_bucket{{name=\"{}\"}}", name));
     REQUIRE(buckets.size() == npuprof::metrics_endpoint::default_buckets().size() + 1);
-    for (const auto& [labels, count] : buckets) {
-      const std::string le = labels["le"];
+    for (const auto& row : buckets) {
+      const std::string le = row.first["le"];
+      const double count = row.second;
       const double bound = le == "+Inf" ? HUGE_VAL : std::stod(le);
       const auto in = std::count_if(durations.begin(), durations.end(), [&](double d) { return d <= bound; });
       CHECK_MESSAGE(count == static_cast<double>(in), "le=" << le);

@@ -335,10 +335,19 @@ TEST_CASE("metrics take an address, a series cap and buckets; bad values are err
   CHECK(c.metrics.max_series == 50);
   CHECK(c.metrics.buckets == std::vector<double>{0.001, 0.01, 1});
   CHECK(c.to_json()["metrics"]["listen"] == "127.0.0.1:9464");
-  CHECK(npuprof::config::from_json(R"({"metrics": {"listen": "[::1]:0"}})").metrics.listen == "[::1]:0");
+  CHECK(npuprof::config::from_json(R"({"metrics": {"listen": "0.0.0.0:0"}})").metrics.listen == "0.0.0.0:0");
+  CHECK(npuprof::config::from_json(R"({"metrics": {"listen": "9464"}})").metrics.listen == "9464");
   const std::pair<const char*, const char*> bad[] = {
       {R"({"metrics": "127.0.0.1:9464"})", "key 'metrics': expected an object"},
-      {R"({"metrics": {"listen": "localhost"}})", "key 'metrics.listen': expected \"host:port\""},
+      {R"({"metrics": {"listen": "localhost"}})", "key 'metrics.listen': expected \"address:port\""},
+      {R"({"metrics": {"listen": "9464x"}})", "key 'metrics.listen'"},
+      {R"({"metrics": {"listen": "[::1]:9464"}})", "key 'metrics.listen': expected \"address:port\" with an IPv4"},
+      {R"({"metrics": {"listen": "999.1.1.1:0"}})", "key 'metrics.listen'"},
+      {R"({"metrics": {"listen": "19999,127.0.0.1:0"}})", "key 'metrics.listen'"},
+      {R"({"metrics": {"listen": "+127.0.0.1:0"}})", "key 'metrics.listen'"},
+      {R"({"metrics": {"listen": "localhost:9464"}})", "key 'metrics.listen'"},
+      {R"({"metrics": {"buckets": [1e-10, 1]}})", "key 'metrics.buckets'"},
+      {R"({"metrics": {"max_series": 100001}})", "key 'metrics.max_series'"},
       {R"({"metrics": {"listen": "127.0.0.1:65536"}})", "key 'metrics.listen'"},
       {R"({"metrics": {"listen": ":9464"}})", "key 'metrics.listen'"},
       {R"({"metrics": {"listen": "127.0.0.1:94x"}})", "key 'metrics.listen'"},
@@ -350,7 +359,7 @@ TEST_CASE("metrics take an address, a series cap and buckets; bad values are err
   };
   for (const auto& b : bad) {
     const std::string e = error_of([&] { npuprof::config::from_json(b.first, "m.json"); });
-    CHECK_MESSAGE(contains(e, std::string("m.json: ") + b.second), b.first, " -> ", e);
+    CHECK_MESSAGE(contains(e, std::string("m.json: ") + b.second), std::string(b.first), " -> ", e);
   }
   {
     test::scoped_env config_file("NPUPROF_CONFIG", nullptr);
@@ -359,8 +368,9 @@ TEST_CASE("metrics take an address, a series cap and buckets; bad values are err
   }
   {
     test::scoped_env config_file("NPUPROF_CONFIG", nullptr);
-    test::scoped_env v("NPUPROF_METRICS_LISTEN", "9500");
-    CHECK(contains(error_of([] { npuprof::config::from_env(); }), "key 'metrics.listen'"));
+    test::scoped_env v("NPUPROF_METRICS_LISTEN", "localhost:9500");
+    CHECK(contains(error_of([] { npuprof::config::from_env(); }),
+                   "environment variable NPUPROF_METRICS_LISTEN: expected \"address:port\""));
   }
   npuprof::config code;
   code.metrics.buckets = {1, 1};

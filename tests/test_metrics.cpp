@@ -3,12 +3,16 @@
 #include <npuprof/metrics.hpp>
 
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <random>
+#include <unordered_map>
 #include <set>
 #include <string>
 #include <thread>
@@ -32,6 +36,12 @@ std::vector<test::sample> scrape(const std::string& address) {
   REQUIRE(r.status == 200);
   auto samples = test::parse_exposition(r.body);
   REQUIRE_MESSAGE(samples.has_value(), "not the text exposition format:\n" << r.body);
+  // Prometheus refuses a scrape that has a label set twice.
+  std::set<std::pair<std::string, std::map<std::string, std::string>>> seen;
+  for (const test::sample& x : *samples) {
+    const bool once = seen.emplace(x.name, x.labels).second;
+    REQUIRE_MESSAGE(once, "a label set twice: " << x.name);
+  }
   return *samples;
 }
 
@@ -151,10 +161,16 @@ TEST_CASE("hostile names are escaped and made valid UTF-8; past max_series names
   s.start();
   for (const std::string& h : hostile) npuprof::scoped_range<serving> r{h};
   for (int i = 0; i < 50; ++i) npuprof::scoped_range<serving> r{"request " + std::to_string(i)};
+  // Domains whose names differ only in invalid bytes share a label.
+  npuprof::mark(npuprof::domain_by_name("d\xff"), "x");
+  npuprof::mark(npuprof::domain_by_name("d\xfe"), "x");
   for (int i = 0; i < 12; ++i) npuprof::mark<serving>("mark " + std::to_string(i));
+  // Past the cap, 64 domains get an "other" each, the rest share one.
+  for (int d = 0; d < 80; ++d) npuprof::mark(npuprof::domain_by_name("domain " + std::to_string(d)), "late");
   const auto m = scrape_until(s.metrics_address(), [](const std::vector<test::sample>& m) {
     return value_or_zero(m, "npuprof_range_duration_seconds_count", {{"name", "other"}}) == 45 &&
-           value_or_zero(m, "npuprof_marks_total", {{"name", "other"}}) == 2;
+           value_or_zero(m, "npuprof_marks_total", {{"domain", "(other domains)"}}) == 80 - 63 &&
+           value_or_zero(m, "npuprof_marks_total", {{"domain", "d\xEF\xBF\xBD"}}) != 0;
   });
   s.stop();
   for (const std::string& h : hostile) {
@@ -171,9 +187,22 @@ TEST_CASE("hostile names are escaped and made valid UTF-8; past max_series names
   for (int i = 0; i < 5; ++i) CHECK(names.count("request " + std::to_string(i)) == 1);
   CHECK(names.count("request 5") == 0);
   CHECK(value_or_zero(m, "npuprof_range_duration_seconds_count", {{"domain", "serving"}, {"name", "other"}}) == 45);
-  CHECK(value_or_zero(m, "npuprof_marks_total", {{"name", "mark 9"}}) == 1);
-  CHECK(value_or_zero(m, "npuprof_marks_total", {{"name", "other"}}) == 2);
-  CHECK(value_or_zero(m, "npuprof_series_overflow_total", {}) == 47);
+  CHECK(value_or_zero(m, "npuprof_marks_total", {{"name", "mark 8"}}) == 1);
+  CHECK_FALSE(test::value_of(m, "npuprof_marks_total", {{"name", "mark 9"}}).has_value());
+  CHECK(value_or_zero(m, "npuprof_marks_total", {{"domain", "serving"}, {"name", "other"}}) == 3);
+  CHECK(value_or_zero(m, "npuprof_marks_total", {{"domain", "d\xEF\xBF\xBD"}, {"name", "x"}}) == 2);
+  double marks = 0, mark_series = 0;
+  for (const test::sample& x : m) {
+    if (x.name != "npuprof_marks_total") continue;
+    marks += x.value;
+    ++mark_series;
+  }
+  CHECK(marks == 12 + 2 + 80);
+  CHECK(mark_series == 10 + npuprof::detail::series_family::max_others + 1);
+  CHECK(value_or_zero(m, "npuprof_marks_total", {{"domain", "domain 62"}, {"name", "other"}}) == 1);
+  CHECK(value_or_zero(m, "npuprof_marks_total", {{"domain", "(other domains)"}, {"name", "other"}}) == 80 - 63);
+  // 45 ranges, 3 marks of "serving" and the 80 domains' marks.
+  CHECK(value_or_zero(m, "npuprof_series_overflow_total", {}) == 45 + 3 + 80);
 }
 
 TEST_CASE("a port in use is an error naming it; the endpoint stops with the session and listens again in the next") {
@@ -200,7 +229,9 @@ TEST_CASE("a port in use is an error naming it; the endpoint stops with the sess
   }
   ::close(fd);
 
-  // The port is free now: sessions one after another serve on it.
+  // The port is free now: sessions one after another serve on it (a port
+  // alone is on loopback).
+  cfg.metrics.listen = taken.substr(taken.find(':') + 1);
   for (int round = 0; round < 3; ++round) {
     CAPTURE(round);
     npuprof::session s{cfg};
@@ -212,6 +243,59 @@ TEST_CASE("a port in use is an error naming it; the endpoint stops with the sess
     CHECK(s.metrics_address().empty());
     CHECK_FALSE(test::listening(taken));
   }
+}
+
+TEST_CASE("a fork() child closes its copy of the endpoint's socket: the parent's port is free when its session stops") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.metrics.listen = "127.0.0.1:" + std::to_string(test::free_port());
+  {
+    npuprof::session s{cfg};
+    s.start();
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      std::this_thread::sleep_for(3s);  // outlives the parent's session
+      ::_exit(0);
+    }
+    CHECK(test::http_get(s.metrics_address(), "/metrics").status == 200);
+    s.stop();
+    CHECK_FALSE(test::listening(cfg.metrics.listen));
+    npuprof::session again{cfg};
+    CHECK_NOTHROW(again.start());
+    CHECK(test::http_get(again.metrics_address(), "/metrics").status == 200);
+    again.stop();
+    CHECK(WIFEXITED(test::child_status(child, 30)));
+  }
+}
+
+TEST_CASE("ranges let go at the limit on open ranges are counted once, as not measured") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.metrics.listen = "127.0.0.1:0";
+  cfg.buffer_size_kb = 64 * 1024;
+  npuprof::session s{cfg};
+  s.start();
+  constexpr std::size_t n = npuprof::detail::live_metrics::max_open_ranges + 4000;
+  std::vector<npuprof::range_id> ids;
+  for (std::size_t i = 0; i < n; ++i) ids.push_back(npuprof::range_start<serving>("held"));
+  std::this_thread::sleep_for(50ms);  // the begins are read before the ends
+  for (npuprof::range_id id : ids) npuprof::range_end<serving>(id);
+  npuprof::range_end<serving>(npuprof::range_id{12345});  // a caller's mistake
+  const auto m = scrape_until(s.metrics_address(), [&](const std::vector<test::sample>& m) {
+    return value_or_zero(m, "npuprof_range_duration_seconds_count", {{"name", "held"}}) +
+                   value_or_zero(m, "npuprof_ranges_not_measured_total", {}) ==
+               static_cast<double>(n) &&
+           value_or_zero(m, "npuprof_unmatched_range_ends_total", {}) >= 1;
+  });
+  std::this_thread::sleep_for(100ms);  // ends waiting for their begin expire
+  const auto later = scrape(s.metrics_address());
+  s.stop();
+  CHECK(value_or_zero(m, "npuprof_ranges_not_measured_total", {}) == npuprof::detail::live_metrics::max_open_ranges);
+  CHECK(value_or_zero(later, "npuprof_range_duration_seconds_count", {{"name", "held"}}) +
+            value_or_zero(later, "npuprof_ranges_not_measured_total", {}) ==
+        static_cast<double>(n));
+  CHECK(value_or_zero(later, "npuprof_unmatched_range_ends_total", {}) == 1);
 }
 
 TEST_CASE("a range shows in /metrics within two flush intervals of its end") {
@@ -282,4 +366,34 @@ TEST_CASE("a flight recorder's ranges are measured, and the device part of strea
   CHECK(sum >= 0.030 * 0.99);
   // The trace of the same recording has those device slices.
   CHECK(t.count("kernel", "X") >= 10);
+}
+
+TEST_CASE("the table of ranges in flight agrees with std::unordered_map through random puts and takes") {
+  npuprof::detail::id_table<std::uint64_t> table;
+  std::unordered_map<std::uint64_t, std::uint64_t> model;
+  std::mt19937_64 rng(42);
+  for (int i = 0; i < 400'000; ++i) {
+    // Few distinct ids, so that probe runs are long and takes hit them.
+    const std::uint64_t id = 1 + rng() % 5000 + ((rng() % 4) << 40);
+    if (rng() % 3 != 0) {
+      table.put(id, static_cast<std::uint64_t>(i));
+      model[id] = static_cast<std::uint64_t>(i);
+    } else {
+      std::uint64_t got = 0;
+      const bool found = table.take(id, got);
+      auto it = model.find(id);
+      REQUIRE(found == (it != model.end()));
+      if (found) {
+        REQUIRE(got == it->second);
+        model.erase(it);
+      }
+    }
+    REQUIRE(table.size() == model.size());
+  }
+  for (const auto& entry : model) {
+    std::uint64_t got = 0;
+    REQUIRE(table.take(entry.first, got));
+    CHECK(got == entry.second);
+  }
+  CHECK(table.size() == 0);
 }

@@ -342,7 +342,10 @@ inline config_key metrics_key() {
           [](config& c, const std::string& source, const config_key&, const nlohmann::json& v) {
             c.metrics = json_metrics_endpoint(source, v);
           },
-          [](config& c, const config_key&, const char* v) { c.metrics.listen = v; },
+          [](config& c, const config_key& k, const char* v) {
+            c.metrics.listen = v;
+            if (const setting_problem p = metrics_problem(c.metrics); !p.key.empty()) env_error(k, p.what);
+          },
           [](const config& c) -> nlohmann::json {
             return {{"listen", c.metrics.listen}, {"max_series", c.metrics.max_series}, {"buckets", c.metrics.buckets}};
           },

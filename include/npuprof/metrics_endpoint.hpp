@@ -18,8 +18,9 @@ NPUPROF_ABI_BEGIN
 ///
 ///     cfg.metrics.listen = "127.0.0.1:9464";  // JSON: "metrics": {"listen": "127.0.0.1:9464"}
 struct metrics_endpoint {
-  /// `listen`: "host:port" to serve on; empty: no metrics (the default).
-  /// Port 0 takes a free port (session::metrics_address() tells which).
+  /// `listen`: "host:port" to serve on, or a port alone for loopback
+  /// (127.0.0.1); empty: no metrics (the default). Port 0 takes a free port
+  /// (session::metrics_address() tells which).
   std::string listen;
   /// `max_series`: most label sets of each metric; names past it are folded
   /// into name="other" and counted by npuprof_series_overflow_total.

@@ -503,7 +503,8 @@ inline void session::abandon_in_child() noexcept {
   signal_.restore();
   // The thread objects name threads of the parent: never joined, never destroyed.
   drainer_.abandon_in_child();
-  // The endpoint's threads are the parent's too; its socket stays the parent's.
+  // The endpoint's threads are the parent's too; its port stays the parent's.
+  if (metrics_server_) metrics_server_->abandon_in_child();
   (void)metrics_server_.release();
   records_.meter_with(nullptr);
   if (dumper_.joinable()) new std::thread(std::move(dumper_));

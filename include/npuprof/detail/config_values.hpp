@@ -5,9 +5,12 @@
 
 #include "abi.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
-#include <cctype>
 #include <charconv>
+#include <cctype>
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
@@ -116,7 +119,7 @@ inline constexpr int_range min_duration_us_range{0, 3'600'000'000LL};  // an hou
 inline constexpr int_range host_sys_interval_ms_range{1, 3'600'000};
 inline constexpr int_range memory_mb_range{1, 1'048'576};  // 1 TiB
 inline constexpr double window_s_max = 7 * 24 * 3600.0;     // a week
-inline constexpr int_range max_series_range{1, 1'000'000};
+inline constexpr int_range max_series_range{1, 100'000};  // a scrape copies and writes them all
 inline constexpr std::size_t max_buckets = 64;
 
 inline std::string range_text(int_range r) {
@@ -237,16 +240,17 @@ inline ::npuprof::flight_recorder json_flight_recorder(const std::string& source
   return f;
 }
 
-/// Splits "host:port" ("[::1]:port" for IPv6); false when it is not one.
+/// Splits "address:port", an IPv4 address (a port alone is on loopback,
+/// 127.0.0.1); false when it is not one.
 inline bool split_listen(std::string_view listen, std::string& host, unsigned& port) {
   const std::size_t colon = listen.rfind(':');
-  if (colon == std::string_view::npos || colon == 0 || colon + 1 == listen.size()) return false;
-  host = std::string(listen.substr(0, colon));
-  const std::string_view digits = listen.substr(colon + 1);
+  if (colon == 0 || colon + 1 == listen.size()) return false;
+  host = colon == std::string_view::npos ? std::string("127.0.0.1") : std::string(listen.substr(0, colon));
+  const std::string_view digits = colon == std::string_view::npos ? listen : listen.substr(colon + 1);
   const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
   if (ec != std::errc() || end != digits.data() + digits.size() || port > 65535) return false;
-  if (host.front() == '[') return host.size() > 2 && host.back() == ']';
-  return host.find_first_of(":[] /") == std::string::npos;
+  in_addr address{};
+  return ::inet_pton(AF_INET, host.c_str(), &address) == 1;  // four decimal bytes, nothing else
 }
 
 /// What is wrong with metrics settings: the key and why; an empty key when
@@ -259,7 +263,8 @@ inline setting_problem metrics_problem(const ::npuprof::metrics_endpoint& m) {
   unsigned port = 0;
   if (m.enabled() && !split_listen(m.listen, host, port)) {
     return {"metrics.listen",
-            "expected \"host:port\" like \"127.0.0.1:9464\" (port 0: any free port), got \"" + m.listen + "\""};
+            "expected \"address:port\" with an IPv4 address, like \"127.0.0.1:9464\", or a port alone for "
+            "loopback (port 0: any free port), got \"" + m.listen + "\""};
   }
   if (!in_range(m.max_series, max_series_range)) {
     return {"metrics.max_series", "must be " + range_text(max_series_range) + ", got " + std::to_string(m.max_series)};
@@ -270,8 +275,8 @@ inline setting_problem metrics_problem(const ::npuprof::metrics_endpoint& m) {
   }
   for (std::size_t i = 0; i < m.buckets.size(); ++i) {
     const double b = m.buckets[i];
-    if (!(b > 0 && b <= window_s_max) || (i > 0 && !(b > m.buckets[i - 1]))) {
-      return {"metrics.buckets", "expected increasing numbers of seconds above 0 and at most a week, got " +
+    if (!(b >= 1e-9 && b <= window_s_max) || (i > 0 && !(b > m.buckets[i - 1]))) {
+      return {"metrics.buckets", "expected increasing numbers of seconds from 1e-9 (a nanosecond) to a week, got " +
                                      nlohmann::json(m.buckets).dump()};
     }
   }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,6 +27,7 @@
 #include "../export/json_escape.hpp"
 #include "../metrics_endpoint.hpp"
 #include "chunk.hpp"
+#include "id_table.hpp"
 #include "record.hpp"
 #include "state.hpp"
 
@@ -59,8 +61,24 @@ struct metrics_view {
   metrics_health health;
 };
 
-/// The label sets of one metric, found by name and capped: past the cap a
-/// name is folded into name="other" of its domain (and stream).
+/// Domain labels by domain index, looked up once. Labels are valid UTF-8:
+/// domains whose names differ only in invalid bytes share one.
+class domain_labels {
+ public:
+  const std::string& of(std::uint32_t index) {
+    if (index >= labels_.size()) labels_.resize(index + 1);
+    std::optional<std::string>& l = labels_[index];
+    if (!l) l = valid_utf8(state().domains.name_of(index));
+    return *l;
+  }
+
+ private:
+  std::vector<std::optional<std::string>> labels_;
+};
+
+/// The label sets of one metric, found by name and capped: past
+/// `max_series` names, a name is folded into name="other" of its domain (and
+/// stream); past `max_others` of those, into domain="(other domains)".
 class series_family {
  public:
   /// A series, and whether its name was folded into "other".
@@ -68,27 +86,65 @@ class series_family {
     std::uint32_t index;
     bool folded;
   };
+  static constexpr std::size_t max_others = 64;
 
-  series_family(std::size_t max_series, std::size_t buckets) : max_series_(max_series), buckets_(buckets) {}
+  series_family(domain_labels& domains, std::size_t max_series, std::size_t buckets)
+      : domains_(domains), max_series_(max_series), buckets_(buckets), by_id_(cache_slots), by_text_(cache_slots) {}
+
+  /// The series of registered string `id` in `domain`; `name()` gives its
+  /// text when it is not known yet. Recent ids are found in a small cache.
+  template <class Name>
+  found by_id(std::uint32_t domain, std::uint64_t id, Name&& name) {
+    const std::uint64_t key = (std::uint64_t{domain} << domain_shift) | id;
+    id_slot& c = by_id_[slot_of(key)];
+    if (c.key == key) return c.series;
+    c = {key, by_name(domain, name())};
+    return c.series;
+  }
+
+  /// The series of a copied name; recent names are found in a small cache
+  /// by their hash, and checked byte by byte.
+  found by_text(std::uint32_t domain, std::string_view name) {
+    const std::size_t hash = std::hash<std::string_view>{}(name);
+    text_slot& c = by_text_[slot_of(hash ^ domain)];
+    if (c.hash == hash && c.used && series_[c.index].domain_index == domain && series_[c.index].name == name) {
+      return {c.index, false};
+    }
+    const found s = by_name(domain, name);
+    if (!s.folded) c = {hash, s.index, true};
+    return s;
+  }
 
   /// The series of a name given as bytes (made valid UTF-8 for the label).
   found by_name(std::uint32_t domain, std::string_view name, std::string_view stream = {}) {
-    make_key(domain, name, stream);
+    const std::string& label = domains_.of(domain);
+    make_key(label, name, stream);
     if (auto it = index_.find(key_); it != index_.end()) return {it->second, false};
-    if (series_.size() < max_series_) return {add(domain, stream), false};
-    make_key(domain, "other", stream);
+    if (names_ < max_series_) {
+      ++names_;
+      return {add(domain, label, stream), false};
+    }
+    make_key(label, "other", stream);
     if (auto it = index_.find(key_); it != index_.end()) return {it->second, true};
-    return {add(domain, stream), true};
+    if (others_ < max_others) {
+      ++others_;
+      return {add(domain, label, stream), true};
+    }
+    static const std::string rest = "(other domains)";
+    make_key(rest, "other", stream);
+    if (auto it = index_.find(key_); it != index_.end()) return {it->second, true};
+    return {add(domain, rest, stream), true};
   }
 
   metric_series& operator[](std::uint32_t i) noexcept { return series_[i]; }
   const std::vector<metric_series>& all() const noexcept { return series_; }
 
  private:
-  // Domain, name and stream label as one key: 0xFF, which valid UTF-8 never
-  // holds, separates them.
-  void make_key(std::uint32_t domain, std::string_view name, std::string_view stream) {
-    key_.assign(reinterpret_cast<const char*>(&domain), sizeof domain);
+  // Domain label, name and stream label as one key: 0xFF, which valid UTF-8
+  // never holds, separates them.
+  void make_key(const std::string& domain, std::string_view name, std::string_view stream) {
+    key_.assign(domain);
+    key_ += '\xFF';
     const bool ascii = std::all_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; });
     if (ascii) {
       key_.append(name);
@@ -101,12 +157,13 @@ class series_family {
     }
   }
 
-  std::uint32_t add(std::uint32_t domain, std::string_view stream) {
+  std::uint32_t add(std::uint32_t domain, const std::string& label, std::string_view stream) {
     metric_series& s = series_.emplace_back();
     s.domain_index = domain;
-    s.domain = valid_utf8(state().domains.name_of(domain));
-    const std::size_t name_end = key_.find('\xFF', sizeof domain);
-    s.name = key_.substr(sizeof domain, name_end == std::string::npos ? std::string::npos : name_end - sizeof domain);
+    s.domain = label;
+    const std::size_t name_at = label.size() + 1;
+    const std::size_t name_end = key_.find('\xFF', name_at);
+    s.name = key_.substr(name_at, name_end == std::string::npos ? std::string::npos : name_end - name_at);
     s.stream = std::string(stream);
     s.buckets.assign(buckets_, 0);
     const auto i = static_cast<std::uint32_t>(series_.size() - 1);
@@ -114,8 +171,26 @@ class series_family {
     return i;
   }
 
+  static constexpr std::size_t cache_slots = 512;
+  struct id_slot {
+    std::uint64_t key = ~std::uint64_t{0};  // no domain and id make it
+    found series{0, false};
+  };
+  struct text_slot {
+    std::size_t hash = 0;
+    std::uint32_t index = 0;
+    bool used = false;
+  };
+  static std::size_t slot_of(std::uint64_t key) noexcept {
+    return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> 40) & (cache_slots - 1);
+  }
+
+  domain_labels& domains_;
   std::size_t max_series_;
   std::size_t buckets_;
+  std::size_t names_ = 0, others_ = 0;
+  std::vector<id_slot> by_id_;
+  std::vector<text_slot> by_text_;
   std::vector<metric_series> series_;
   std::unordered_map<std::string, std::uint32_t> index_;
   std::string key_;
@@ -134,10 +209,10 @@ class live_metrics {
 
   explicit live_metrics(const metrics_endpoint& settings)
       : bounds_(settings.buckets),
-        ranges_(settings.max_series, settings.buckets.size() + 1),
-        device_(settings.max_series, settings.buckets.size() + 1),
-        marks_(settings.max_series, 0),
-        counters_(settings.max_series, 0) {
+        ranges_(domains_, settings.max_series, settings.buckets.size() + 1),
+        device_(domains_, settings.max_series, settings.buckets.size() + 1),
+        marks_(domains_, settings.max_series, 0),
+        counters_(domains_, settings.max_series, 0) {
     for (double b : bounds_) bound_ns_.push_back(static_cast<std::int64_t>(std::llround(b * 1e9)));
   }
 
@@ -197,7 +272,7 @@ class live_metrics {
     ++flush_;
     for (auto it = early_ends_.begin(); it != early_ends_.end();) {
       if (flush_ - it->second.flush > 2) {
-        ++health_.unmatched_range_ends;
+        if (!forgotten(it->first)) ++health_.unmatched_range_ends;
         it = early_ends_.erase(it);
       } else {
         ++it;
@@ -238,20 +313,18 @@ class live_metrics {
   void measure(const std::uint64_t* p) {
     const std::uint64_t tag = p[word::tag];
     const kind k = tag_kind(tag);
-    const std::uint32_t domain = tag_domain(tag);
-    const std::uint64_t payload = tag_payload(tag);
     const bool device = tag_has_device(tag);
     const std::uint64_t stream = tag_has_stream(tag) ? stream_word(p) : 0;
     switch (k) {
       case kind::complete: {
-        const series_family::found s = ranges_.by_name(domain, registered(payload));
+        const series_family::found s = series_of(ranges_, p, k, tag);
         observe_range(s, p[word::end_ticks] - p[word::ticks]);
         if (device) queue_device(s.index, stream, device_word(p, 0), stream, device_word(p, 1));
         break;
       }
       case kind::begin_ref:
       case kind::begin_copy: {
-        const series_family::found s = ranges_.by_name(domain, name_of(p, k, tag));
+        const series_family::found s = series_of(ranges_, p, k, tag);
         begin_range(p[word::range_id], {p[word::ticks], s.index, s.folded, stream, device ? device_word(p, 0) : no_device_event, 0});
         break;
       }
@@ -260,14 +333,14 @@ class live_metrics {
         break;
       case kind::mark_ref:
       case kind::mark_copy: {
-        const series_family::found s = marks_.by_name(domain, name_of(p, k, tag));
+        const series_family::found s = series_of(marks_, p, k, tag);
         ++marks_[s.index].count;
         if (s.folded) ++health_.series_overflow;
         break;
       }
       case kind::counter_ref:
       case kind::counter_copy: {
-        const series_family::found s = counters_.by_name(domain, name_of(p, k, tag));
+        const series_family::found s = series_of(counters_, p, k, tag);
         double v = 0;
         if ((p[word::flags] & counter_is_double) != 0) {
           std::memcpy(&v, &p[word::value], sizeof v);
@@ -282,10 +355,13 @@ class live_metrics {
     }
   }
 
-  std::string_view name_of(const std::uint64_t* p, kind k, std::uint64_t tag) {
+  // The series of record p's name in `family`.
+  series_family::found series_of(series_family& family, const std::uint64_t* p, kind k, std::uint64_t tag) {
+    const std::uint32_t domain = tag_domain(tag);
     const std::uint64_t payload = tag_payload(tag);
-    if (!has_copied_bytes(k)) return registered(payload);
-    return {reinterpret_cast<const char*>(p + fixed_words(k) + stream_words(tag)), static_cast<std::size_t>(payload)};
+    if (!has_copied_bytes(k)) return family.by_id(domain, payload, [&] { return registered(payload); });
+    return family.by_text(domain, {reinterpret_cast<const char*>(p + fixed_words(k) + stream_words(tag)),
+                                   static_cast<std::size_t>(payload)});
   }
 
   // Registered strings are looked up once.
@@ -296,31 +372,51 @@ class live_metrics {
   }
 
   void begin_range(std::uint64_t id, const open_range& begin) {
-    if (auto it = early_ends_.find(id); it != early_ends_.end()) {  // its end was read first
-      finish_range(begin, it->second);
-      early_ends_.erase(it);
-      return;
+    if (id == 0) return;  // not a range id: the decoder counts the record
+    if (!early_ends_.empty()) {
+      if (auto it = early_ends_.find(id); it != early_ends_.end()) {  // its end was read first
+        finish_range(begin, it->second);
+        early_ends_.erase(it);
+        return;
+      }
     }
     if (open_.size() >= max_open_ranges) {
       // Mostly ranges whose end will never come (dropped, or never ended):
-      // starting afresh keeps the limit from closing for good.
+      // starting afresh keeps the limit from closing for good. Ends that do
+      // come for them are known by their ids (each thread's rise) and not
+      // counted again.
       health_.ranges_not_measured += open_.size();
+      open_.for_each([&](std::uint64_t open_id, const open_range&) {
+        std::uint64_t& below = forgotten_up_to_[open_id >> id_seq_bits];
+        below = std::max(below, open_id & id_seq_mask);
+      });
       open_.clear();
     }
-    open_[id] = begin;
+    open_.put(id, begin);
   }
 
   void end_range(std::uint64_t id, const open_range& end) {
-    if (auto it = open_.find(id); it != open_.end()) {
-      finish_range(it->second, end);
-      open_.erase(it);
+    if (id == 0) return;
+    open_range begin;
+    if (open_.take(id, begin)) {
+      finish_range(begin, end);
       return;
     }
     if (early_ends_.size() >= max_open_ranges) {
-      ++health_.unmatched_range_ends;
+      if (!forgotten(id)) ++health_.unmatched_range_ends;
       return;
     }
     early_ends_.emplace(id, end);  // a repeated end stays unmatched
+  }
+
+  // Range ids are a thread's number above id_seq_bits and its count below.
+  static constexpr int id_seq_bits = 40;
+  static constexpr std::uint64_t id_seq_mask = (std::uint64_t{1} << id_seq_bits) - 1;
+
+  // Whether `id` was let go at the limit on open ranges (already counted).
+  bool forgotten(std::uint64_t id) const {
+    auto it = forgotten_up_to_.find(id >> id_seq_bits);
+    return it != forgotten_up_to_.end() && (id & id_seq_mask) <= it->second;
   }
 
   void finish_range(const open_range& begin, const open_range& end) {
@@ -366,13 +462,16 @@ class live_metrics {
   mutable std::mutex mutex_;  // taken by read(), resolve_device(), end_flush() and view()
   std::vector<double> bounds_;
   std::vector<std::int64_t> bound_ns_;
+  domain_labels domains_;  // before the families, which use it
   series_family ranges_, device_, marks_, counters_;
   metrics_health health_;
   std::uint64_t start_ticks_ = 0;
   double ns_per_tick_ = 1.0;
   std::uint64_t flush_ = 0;
   std::unordered_map<std::uint64_t, std::string> registered_;
-  std::unordered_map<std::uint64_t, open_range> open_, early_ends_;  // by range id
+  id_table<open_range> open_;                                  // by range id
+  std::unordered_map<std::uint64_t, open_range> early_ends_;  // by range id: few
+  std::unordered_map<std::uint64_t, std::uint64_t> forgotten_up_to_;  // by thread number: ids let go up to
   std::deque<device_range> device_pending_;
   std::unordered_map<std::uint64_t, std::string> stream_labels_;
 };

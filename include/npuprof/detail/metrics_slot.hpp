@@ -22,6 +22,10 @@ class metrics_server {
   virtual ~metrics_server() = default;
   /// "host:port" it listens on (the port it took, for port 0).
   virtual std::string address() const = 0;
+  /// In a fork() child, whose copy of the server has no threads: closes
+  /// the child's copies of its sockets, so that the port stays the
+  /// parent's alone. The object is then let go without being destroyed.
+  virtual void abandon_in_child() noexcept = 0;
 };
 
 /// Starts serving `metrics` as `settings` say; throws npuprof::error naming

@@ -6,6 +6,12 @@
 
 #include "../detail/abi.hpp"
 
+#include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -110,7 +116,10 @@ class metrics_families final : public prometheus::Collectable {
   std::shared_ptr<const live_metrics> metrics_;
 };
 
-/// Serves /metrics on the configured address until destroyed.
+/// Serves /metrics on the configured address until destroyed. civetweb
+/// serves `threads` connections at a time and gives each at most
+/// `timeout_ms` to send its request and take the answer, so that clients
+/// that trickle bytes hold up scrapes for seconds, not minutes.
 class prometheus_endpoint final : public metrics_server {
  public:
   prometheus_endpoint(const metrics_endpoint& settings, std::shared_ptr<const live_metrics> metrics) {
@@ -119,7 +128,8 @@ class prometheus_endpoint final : public metrics_server {
     split_listen(settings.listen, host, port);
     try {
       exposer_ = std::make_unique<prometheus::Exposer>(
-          std::vector<std::string>{"listening_ports", settings.listen, "num_threads", "2"});
+          std::vector<std::string>{"listening_ports", host + ":" + std::to_string(port), "num_threads",
+                                   std::to_string(threads), "request_timeout_ms", std::to_string(timeout_ms)});
     } catch (const std::exception&) {
       throw error("npuprof: cannot serve metrics on " + settings.listen +
                   ": the address is in use or cannot be listened on (metrics.listen, NPUPROF_METRICS_LISTEN)");
@@ -127,12 +137,36 @@ class prometheus_endpoint final : public metrics_server {
     families_ = std::make_shared<metrics_families>(std::move(metrics));
     exposer_->RegisterCollectable(families_);
     const std::vector<int> ports = exposer_->GetListeningPorts();
-    address_ = host + ":" + std::to_string(ports.empty() ? port : static_cast<unsigned>(ports.front()));
+    port_ = ports.empty() ? port : static_cast<unsigned>(ports.front());
+    address_ = host + ":" + std::to_string(port_);
   }
 
   std::string address() const override { return address_; }
 
+  void abandon_in_child() noexcept override {
+    std::vector<int> fds;
+    if (DIR* d = ::opendir("/proc/self/fd")) {
+      while (const dirent* e = ::readdir(d)) {
+        if (e->d_name[0] != '.') fds.push_back(std::atoi(e->d_name));
+      }
+      ::closedir(d);
+    }
+    for (int fd : fds) {
+      sockaddr_storage sa{};
+      socklen_t len = sizeof sa;
+      if (::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) continue;
+      unsigned port = 0;
+      if (sa.ss_family == AF_INET) port = ntohs(reinterpret_cast<const sockaddr_in&>(sa).sin_port);
+      if (sa.ss_family == AF_INET6) port = ntohs(reinterpret_cast<const sockaddr_in6&>(sa).sin6_port);
+      if (port == port_) ::close(fd);  // the listening socket, and connections it accepted
+    }
+  }
+
+  static constexpr int threads = 4;
+  static constexpr int timeout_ms = 10'000;
+
  private:
+  unsigned port_ = 0;
   std::shared_ptr<metrics_families> families_;
   std::unique_ptr<prometheus::Exposer> exposer_;  // destroyed first: no scrape outlives families_
   std::string address_;

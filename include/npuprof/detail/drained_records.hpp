@@ -6,6 +6,7 @@
 
 #include "abi.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -48,7 +49,7 @@ class drained_records {
       std::uint64_t* end = c->published.load(std::memory_order_acquire);
       if (meter_ != nullptr) meter_->read(*c, end);
       const auto used = static_cast<std::size_t>(end - c->unread);
-      if (used * 4 < static_cast<std::size_t>(c->limit - c->data())) {
+      if (used * 4 < static_cast<std::size_t>(c->limit - c->data()) && !read_in_place(c)) {
         const std::vector<std::uint64_t>& copy = copies_.emplace_back(c->unread, end);
         segments_.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, now, c});
         pool.recycle(c);
@@ -61,8 +62,10 @@ class drained_records {
   }
 
   /// Every published record: full chunks, what live threads' chunks hold so
-  /// far (read in place: recording has stopped or paused), then chunks
-  /// handed over while we looked at those.
+  /// far (read in place until move_into()), then chunks handed over while we
+  /// looked at those. A chunk read in place is kept whole when it comes
+  /// back: given back to the pool at once, another thread could write over
+  /// the records the segment points to before they are copied.
   void take_published() {
     drain_full();
     const std::int64_t now = steady_ns();
@@ -71,7 +74,11 @@ class drained_records {
       if (c == nullptr) return;
       std::uint64_t* end = c->published.load(std::memory_order_acquire);
       if (meter_ != nullptr) meter_->read(*c, end);
-      if (end > c->unread) segments_.push_back({c, c->unread, end, c->tid, false, now, c});
+      if (end > c->unread) {
+        segments_.push_back({c, c->unread, end, c->tid, false, now, c});
+        held_bytes_ += segment_bytes(segments_.back());  // as drop_oldest() takes it off
+        read_in_place_.push_back(c);
+      }
       c->unread = end;
     });
     drain_full();
@@ -100,6 +107,7 @@ class drained_records {
     }
     segments_.clear();
     copies_.clear();
+    read_in_place_.clear();
     held_bytes_ = 0;
   }
 
@@ -119,6 +127,7 @@ class drained_records {
     }
     segments_.clear();
     copies_.clear();
+    read_in_place_.clear();
     held_bytes_ = 0;
   }
 
@@ -138,6 +147,10 @@ class drained_records {
   void reset_eviction() noexcept { evicted_ = {}; }
 
  private:
+  bool read_in_place(const chunk* c) const {
+    return std::find(read_in_place_.begin(), read_in_place_.end(), c) != read_in_place_.end();
+  }
+
   void drop_oldest() {
     const segment& s = segments_.front();
     held_bytes_ -= segment_bytes(s);
@@ -158,6 +171,7 @@ class drained_records {
 
   std::deque<segment> segments_;
   std::deque<std::vector<std::uint64_t>> copies_;  // records of chunks given back early
+  std::vector<const chunk*> read_in_place_;        // live chunks take_published() points into
   std::size_t held_bytes_ = 0;                     // memory segments_ keep from the pool
   eviction evicted_;
   live_metrics* meter_ = nullptr;

@@ -47,6 +47,7 @@
 #include "detail/live_metrics.hpp"
 #include "detail/metrics_slot.hpp"
 #include "detail/process_hooks.hpp"
+#include "detail/schedule_driver.hpp"
 #include "detail/state.hpp"
 #include "domain_filter.hpp"
 #include "error.hpp"
@@ -176,8 +177,8 @@ class session {
   /// config::trace_id_callback, else generated.
   const std::string& trace_id() const noexcept { return trace_id_; }
   /// Steps ended so far, and what the current one does.
-  long current_step() const noexcept { return run_.step; }
-  step_action current_action() const noexcept { return run_.action; }
+  long current_step() const noexcept { return steps_.step(); }
+  step_action current_action() const noexcept { return steps_.action(); }
 
   /// Adds `key: value` to the "user" section of profiler_metadata.json (the
   /// model, the build, the request mix...). A later value for a key wins.
@@ -220,10 +221,6 @@ class session {
   }
   std::filesystem::path deliver(const detail::collected& c);
   std::filesystem::path announce(const std::filesystem::path& dir);
-  nlohmann::json cycle_note(bool partial) const;
-  static bool records(step_action a) noexcept {
-    return a == step_action::record || a == step_action::record_and_save;
-  }
 
   config cfg_;
   detail::drained_records records_;  // guarded by control
@@ -241,15 +238,13 @@ class session {
     // last clear(), or the start of the last cycle that followed a pause.
     std::uint64_t stale_before = 0;
     std::int64_t wall_start = 0;
-    long step = 0;
-    long cycle = 0;
-    step_action action = step_action::record;
     bool stopping = false;  // guarded by control
     int dumps = 0;
     std::string stop_reason = "stop";
     std::uint64_t drops_taken = 0;  // drops counted into earlier cycles or cleared, for live metrics (guarded by control)
   };
   run_state run_;
+  detail::schedule_driver steps_;  // restarted by start()
   // Serialises dumps with everything that recycles segments. Taken before
   // state().control; the drainer only ever tries it. Recursive: an error
   // thrown out of dump() that nobody catches ends in std::terminate without
@@ -383,7 +378,7 @@ inline void session::start() {
   run_.start_point = run_.cut_point = sample_clock();
   run_.stale_before = run_.start_point.ticks;
   run_.wall_start = wall_ns() - (steady_ns() - run_.start_point.steady);
-  run_.action = cfg_.schedule ? cfg_.schedule->action(0) : step_action::record;
+  steps_ = detail::schedule_driver(cfg_.schedule);
   records_.reset_eviction();
   metrics_ = std::move(metrics);
   records_.meter_with(metrics_.get());
@@ -408,7 +403,7 @@ inline void session::start() {
   }
   st.active.store(this, std::memory_order_release);
   running_.store(true, std::memory_order_release);
-  st.domains.set_recording(records(run_.action));
+  st.domains.set_recording(detail::records(steps_.action()));
   if (cfg_.flight.enabled) {
     detail::dump_signal::take();  // a signal raised before this session is not for it
     signal_.install(cfg_.flight.signal);
@@ -478,18 +473,6 @@ inline void session::trim_window() {
   if (device_ != nullptr) device_->forget_before(oldest);
 }
 
-inline nlohmann::json session::cycle_note(bool partial) const {
-  const long active = cfg_.schedule->active;
-  const long last = partial ? run_.step : run_.step - 1;
-  const long cycle_start = cfg_.schedule->skip_first +
-                           run_.cycle * (cfg_.schedule->wait + cfg_.schedule->warmup + active) +
-                           cfg_.schedule->wait + cfg_.schedule->warmup;
-  return {{"mode", "schedule"},
-          {"cycle", run_.cycle},
-          {"record_steps", {cycle_start, last}},
-          {"complete", !partial},
-          {"schedule", cfg_.schedule->to_json()}};
-}
 
 // In a fork() child: the copy of the parent's session records nothing, owns
 // no threads (they stayed in the parent) and writes nothing; the parent's
@@ -522,11 +505,11 @@ inline std::filesystem::path session::stop() {
   {
     std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
     const clock_point end = sample_clock();
-    if (!cfg_.schedule || records(run_.action)) {  // else stopped between cycles: everything was written
+    if (!steps_.scheduled() || detail::records(steps_.action())) {  // else stopped between cycles: all written
       auto c = collect(run_.cut_point, end, device_ != nullptr ? &device_times_ : nullptr, true);
       records_.move_into(*c);
-      if (cfg_.schedule) c->header.collection = cycle_note(true);
-      if (!cfg_.schedule) c->header.collection["reason"] = run_.stop_reason;  // stop, exit, terminate, ...
+      if (steps_.scheduled()) c->header.collection = steps_.cycle_note(true);
+      if (!steps_.scheduled()) c->header.collection["reason"] = run_.stop_reason;  // stop, exit, terminate, ...
       finish_collection(*c, end.steady, records_.evicted());
       keep_collected(c);
       written = std::move(c);
@@ -574,24 +557,21 @@ inline void session::step() {
     detail::process_state& st = detail::state();
     std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: step(): the session is not running");
-    const step_action ended = run_.action;
-    ++run_.step;
-    if (!cfg_.schedule) return;
-    run_.action = cfg_.schedule->action(run_.step);
-    const bool resumes = !records(ended) && records(run_.action);
-    if (!resumes) st.domains.set_recording(records(run_.action));
-    if (ended == step_action::record_and_save) {
+    const detail::step_change change = steps_.advance();
+    if (!steps_.scheduled()) return;
+    if (!change.resumes()) st.domains.set_recording(detail::records(change.begins));
+    if (change.saves_cycle()) {
       records_.take_published();
       detail::device_times device;
       if (device_ != nullptr) device = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
       const clock_point end = sample_clock();
       cycle = collect(run_.cut_point, end, device_ != nullptr ? &device : nullptr, true);
       records_.move_into(*cycle);
-      cycle->header.collection = cycle_note(false);
+      cycle->header.collection = steps_.cycle_note(false);
       finish_collection(*cycle, end.steady, records_.evicted());
       run_.cut_point = end;
-      ++run_.cycle;
-    } else if (resumes) {
+      steps_.cycle_written();
+    } else if (change.resumes()) {
       // A new cycle records from here: what came before belongs to none. It
       // is thrown away before recording resumes, as records threads publish
       // meanwhile could be thrown away with it, leaving a hole in the cycle.
@@ -602,7 +582,7 @@ inline void session::step() {
       run_.stale_before = run_.cut_point.ticks;
       st.domains.set_recording(true);
     }
-    if (run_.action == step_action::warmup) detail::pool().top_up();
+    if (change.begins == step_action::warmup) detail::pool().top_up();
   }
   if (cycle) {
     keep_collected(cycle);

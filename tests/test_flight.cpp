@@ -304,10 +304,22 @@ TEST_CASE("a dump by signal: the handler only sets a flag, npuprof's thread writ
 }
 
 TEST_CASE("a flight recorder running at exit writes its window; dump_at_exit false writes nothing") {
+  if (test::thread_sanitizer) {
+    // The device runtime's thread (the simulated one, loaded by earlier
+    // cases) makes this process multi-threaded: ThreadSanitizer lets no
+    // fork() child of it start the session's thread.
+    MESSAGE("under ThreadSanitizer the exit of a forked child is not checked (it cannot start threads there)");
+    return;
+  }
   {
     test::temp_dir dir;
+    // A fork() child's session is host only, as README says: the device
+    // runtime's threads (here the simulated one's) stayed in the parent,
+    // maybe holding its locks.
     const test::trace t = test::trace_of_child(dir, [&] {
-      auto* s = new npuprof::session{flight_config(dir, 60)};  // left running for the exit handler
+      auto cfg = flight_config(dir, 60);
+      cfg.backend = "host";
+      auto* s = new npuprof::session{cfg};  // left running for the exit handler
       s->start();
       npuprof::mark("before exit");
     });
@@ -321,6 +333,7 @@ TEST_CASE("a flight recorder running at exit writes its window; dump_at_exit fal
     if (pid == 0) {
       test_in_forked_child = true;
       auto cfg = flight_config(dir, 60);
+      cfg.backend = "host";
       cfg.flight.dump_at_exit = false;
       auto* s = new npuprof::session{cfg};
       s->start();

@@ -304,11 +304,13 @@ TEST_CASE("a dump by signal: the handler only sets a flag, npuprof's thread writ
 }
 
 TEST_CASE("a flight recorder running at exit writes its window; dump_at_exit false writes nothing") {
-  if (test::thread_sanitizer) {
-    // The device runtime's thread (the simulated one, loaded by earlier
-    // cases) makes this process multi-threaded: ThreadSanitizer lets no
+  std::size_t threads = 0;  // this one and ThreadSanitizer's own, unless a device runtime left its threads
+  for ([[maybe_unused]] const auto& task : test::fs::directory_iterator("/proc/self/task")) ++threads;
+  if (test::thread_sanitizer && threads > 2) {
+    // A device runtime's threads (the simulated one's, when earlier cases
+    // found it) make this process multi-threaded: ThreadSanitizer lets no
     // fork() child of it start the session's thread.
-    MESSAGE("under ThreadSanitizer the exit of a forked child is not checked (it cannot start threads there)");
+    MESSAGE("under ThreadSanitizer with " << threads << " threads the exit of a forked child is not checked");
     return;
   }
   {

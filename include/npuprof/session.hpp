@@ -742,11 +742,9 @@ inline void session::feed_metrics() {
   detail::process_state& st = detail::state();
   metrics_->read_live();
   if (device_ != nullptr) metrics_->resolve_device(*device_, steady_ns());
-  detail::metrics_health health;
-  for (auto& [tid, n] : st.threads.peek_drops_by_thread()) health.dropped_events += n;
-  health.dropped_events += detail::markers().stats.unregistered_drops.load(std::memory_order_relaxed) + run_.drops_taken;
-  health.buffer_bytes = detail::pool().bytes_allocated();
-  metrics_->end_flush(health);
+  std::uint64_t dropped = run_.drops_taken + detail::markers().stats.unregistered_drops.load(std::memory_order_relaxed);
+  for (auto& [tid, n] : st.threads.peek_drops_by_thread()) dropped += n;
+  metrics_->end_flush(dropped, detail::pool().bytes_allocated());
 }
 
 // The endpoint stops with the session; records taken from now on are not

@@ -266,8 +266,8 @@ class live_metrics {
   }
 
   /// Ends a flush: ends that waited two flushes for their begin are counted
-  /// as unmatched.
-  void end_flush(const metrics_health& session) {
+  /// as unmatched; the session's drops so far and its buffer bytes now.
+  void end_flush(std::uint64_t dropped_events, std::uint64_t buffer_bytes) {
     std::lock_guard<std::mutex> lock(mutex_);
     ++flush_;
     for (auto it = early_ends_.begin(); it != early_ends_.end();) {
@@ -278,8 +278,8 @@ class live_metrics {
         ++it;
       }
     }
-    health_.dropped_events = session.dropped_events;
-    health_.buffer_bytes = session.buffer_bytes;
+    health_.dropped_events = dropped_events;
+    health_.buffer_bytes = buffer_bytes;
   }
 
   /// A copy of everything, for a scrape.
@@ -288,12 +288,12 @@ class live_metrics {
     return {bounds_, ranges_.all(), device_.all(), marks_.all(), counters_.all(), health_};
   }
 
-  /// The bucket of a duration (the last one: +Inf).
+ private:
+  // The bucket of a duration (the last one: +Inf).
   std::size_t bucket_of(std::int64_t ns) const noexcept {
     return static_cast<std::size_t>(std::lower_bound(bound_ns_.begin(), bound_ns_.end(), ns) - bound_ns_.begin());
   }
 
- private:
   static constexpr std::int64_t device_patience_ns = 60'000'000'000;  // a device range still queued after a minute
 
   // A range begun with an id, waiting for its end (or an end for its begin).

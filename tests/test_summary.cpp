@@ -115,7 +115,9 @@ TEST_CASE("the summary matches statistics recomputed from the trace") {
     CHECK(std::abs(std::stod(row[9]) - nearest_rank(90)) < 0.0015);
     CHECK(std::abs(std::stod(row[10]) - nearest_rank(99)) < 0.0015);
   }
-  CHECK(std::stod(by_name.at("gemm")[7]) >= 400.0);  // the longest gemm slept 400 us
+  // The longest gemm slept 400 us of the steady clock; the trace's counter is calibrated against
+  // that clock, so it may read a few nanoseconds short (seen under an emulated CPU).
+  CHECK(std::stod(by_name.at("gemm")[7]) >= 400.0 * 0.999);
 }
 
 TEST_CASE("summary cells that a spreadsheet would run are neutralised and parse back") {

@@ -2,6 +2,8 @@
 // that reads back as the same text (invalid UTF-8 replaced by U+FFFD).
 #include "support.hpp"
 
+#include <sys/stat.h>
+
 #include <npuprof/export/json_escape.hpp>
 
 #include <optional>
@@ -187,8 +189,15 @@ TEST_CASE("slices spanning many export windows are written sorted and nested, an
       npuprof::scoped_range<windows> b{std::string("copied inner")};
     }
   }).join();
-  const test::trace t = test::load(s.stop());
+  const std::filesystem::path out = s.stop();
+  const test::trace t = test::load(out);
   CHECK(test::check_nesting(t) == 1 + middles + middles * leaves + 2000);
+  // The file system's room asked for ahead while writing is given back: the
+  // trace takes on disk about the bytes it holds.
+  struct stat st {};
+  REQUIRE(::stat((out / "trace_view.json").c_str(), &st) == 0);
+  CHECK(st.st_size > 8 << 20);  // large enough to have asked for room ahead
+  CHECK(static_cast<long long>(st.st_blocks) * 512 <= static_cast<long long>(st.st_size) + (1 << 20));
   CHECK(test::float64_nesting_violations(t) == 0);
   const auto main_slices = slices_by_name(t, main_tid);
   CHECK(main_slices.at("outer") == 1);

@@ -41,27 +41,20 @@ inline std::string csv_cell(std::string_view text) {
 class durations {
  public:
   void add(std::int64_t ns) {
-    if (ns >= 0 && ns <= static_cast<std::int64_t>(std::numeric_limits<std::uint32_t>::max())) {
+    if (ns < 0) ns = 0;
+    total_ += ns;
+    min_ = std::min(min_, ns);
+    max_ = std::max(max_, ns);
+    if (ns <= static_cast<std::int64_t>(std::numeric_limits<std::uint32_t>::max())) {
       short_.push_back(static_cast<std::uint32_t>(ns));
     } else {
-      long_.push_back(ns < 0 ? 0 : ns);
+      long_.push_back(ns);
     }
   }
   std::size_t size() const noexcept { return short_.size() + long_.size(); }
-  std::int64_t total() const {
-    std::int64_t t = 0;
-    for (std::uint32_t v : short_) t += v;
-    for (std::int64_t v : long_) t += v;
-    return t;
-  }
-  std::int64_t min() const {
-    if (!short_.empty()) return *std::min_element(short_.begin(), short_.end());
-    return long_.empty() ? 0 : *std::min_element(long_.begin(), long_.end());
-  }
-  std::int64_t max() const {
-    if (!long_.empty()) return *std::max_element(long_.begin(), long_.end());
-    return short_.empty() ? 0 : *std::max_element(short_.begin(), short_.end());
-  }
+  std::int64_t total() const noexcept { return total_; }
+  std::int64_t min() const noexcept { return size() == 0 ? 0 : min_; }
+  std::int64_t max() const noexcept { return max_; }
   /// The duration at percentile `p` (nearest rank). Ranks are asked for in
   /// increasing order: each only looks above the previous one.
   std::int64_t percentile(double p) {
@@ -84,6 +77,8 @@ class durations {
   std::deque<std::uint32_t> short_;
   std::deque<std::int64_t> long_;
   std::size_t short_from_ = 0, long_from_ = 0;
+  // Kept as durations come: going over the blocks again costs more than this.
+  std::int64_t total_ = 0, min_ = std::numeric_limits<std::int64_t>::max(), max_ = 0;
 };
 
 /// Gathers the durations of slices, window by window, for range_summary.csv.

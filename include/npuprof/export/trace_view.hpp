@@ -125,13 +125,35 @@ inline void append_int(fmt::memory_buffer& out, std::uint64_t v) {
   out.append(s.data(), s.data() + s.size());
 }
 
+/// The leading digits of the last timestamp written: see
+/// raw_writer::microseconds().
+struct leading_digits {
+  std::uint64_t key = 0;
+  char text[16] = {};  // copied whole: at most 11 digits are used
+  std::size_t size = 0;
+};
+
+/// Text written many times, with 15 bytes of padding after it, so that it
+/// is copied in whole blocks of 16 (raw_writer::put_padded).
+class padded_text {
+ public:
+  static constexpr std::size_t padding = 15;
+  padded_text() = default;
+  explicit padded_text(std::string_view s) : text_(s) { text_.append(padding, '\0'); }
+  bool empty() const noexcept { return text_.empty(); }
+  std::string_view view() const noexcept { return {text_.data(), text_.size() - padding}; }
+
+ private:
+  std::string text_;
+};
+
 /// Writes into a memory buffer through a plain pointer, after reserving the
-/// most it may write: one capacity check per event instead of one per piece
+/// most it may write (and 16 bytes more for block copies): one capacity check per event instead of one per piece
 /// (most of the export's time went into those checks).
 class raw_writer {
  public:
   raw_writer(fmt::memory_buffer& out, std::size_t most) : out_(out) {
-    out.try_reserve(out.size() + most);
+    out.try_reserve(out.size() + most + 16);
     p_ = out.data() + out.size();
   }
   template <std::size_t N>
@@ -143,11 +165,17 @@ class raw_writer {
     std::memcpy(p_, s.data(), s.size());
     p_ += s.size();
   }
+  /// As put(), in blocks of 16 bytes: no library call for short text.
+  void put(const padded_text& t) noexcept {
+    const std::string_view s = t.view();
+    for (std::size_t i = 0; i < s.size(); i += 16) std::memcpy(p_ + i, s.data() + i, 16);
+    p_ += s.size();
+  }
   void integer(std::uint64_t v) noexcept { put_digits(fmt::format_int(v)); }
   /// Nanoseconds as microseconds with three decimals (negative: 0).
   /// Timestamps of one trace share their leading digits: those are kept
   /// from the last call (`high`), and only the last nine digits are made.
-  void microseconds(std::int64_t ns, std::uint64_t& high_key, std::string& high) noexcept {
+  void microseconds(std::int64_t ns, leading_digits& high) noexcept {
     if (ns < 0) ns = 0;
     const auto v = static_cast<std::uint64_t>(ns);
     const std::uint64_t top = v / 1'000'000'000;  // above the last nine digits
@@ -156,12 +184,14 @@ class raw_writer {
       microseconds(ns);
       return;
     }
-    if (top != high_key || high.empty()) {
+    if (top != high.key || high.size == 0) {
       const fmt::format_int d(top);
-      high.assign(d.data(), d.size());
-      high_key = top;
+      std::memcpy(high.text, d.data(), d.size());
+      high.size = d.size();
+      high.key = top;
     }
-    put(high);
+    std::memcpy(p_, high.text, sizeof high.text);
+    p_ += high.size;
     // Digit pairs from a table, computed side by side rather than in one
     // chain of divisions.
     const auto us = static_cast<unsigned>(low / 1000), frac = static_cast<unsigned>(low % 1000);
@@ -523,11 +553,11 @@ class trace_view_writer {
       return;
     }
     const bool slice = e.what == trace_event::type::slice;
-    const std::string_view head = event_head(e.name, slice);
-    const std::string_view tail = event_tail(e, track);
-    raw_writer w(out, head.size() + tail.size() + 160);
+    const padded_text& head = event_head(e.name, slice);
+    const padded_text& tail = event_tail(e, track);
+    raw_writer w(out, head.view().size() + tail.view().size() + 160);
     w.put(head);
-    w.microseconds(e.ts, high_key_, high_);
+    w.microseconds(e.ts, high_);
     if (slice) {
       w.literal(",\"dur\":");
       w.duration(e.ts, e.dur);
@@ -550,14 +580,15 @@ class trace_view_writer {
 
   // What comes before the start time of a slice or an instant: the same for
   // every event of a name and kind, so it is made once for each.
-  std::string_view event_head(std::uint32_t name, bool slice) {
+  const padded_text& event_head(std::uint32_t name, bool slice) {
     const std::size_t key = std::size_t{name} * 2 + (slice ? 1 : 0);
     if (heads_.size() <= key) heads_.resize(std::max<std::size_t>(key + 1, data_.strings.size() * 2));
-    std::string& head = heads_[key];
+    padded_text& head = heads_[key];
     if (head.empty()) {
-      head = ",\n{\"name\":";
-      head += json_name(name);
-      head += slice ? ",\"ph\":\"X\",\"ts\":" : ",\"ph\":\"i\",\"s\":\"t\",\"ts\":";
+      std::string text = ",\n{\"name\":";
+      text += json_name(name);
+      text += slice ? ",\"ph\":\"X\",\"ts\":" : ",\"ph\":\"i\",\"s\":\"t\",\"ts\":";
+      head = padded_text(text);
     }
     return head;
   }
@@ -582,14 +613,14 @@ class trace_view_writer {
   // What follows the times of a slice or an instant, up to its optional
   // args: the same for every event of a track, domain and kind, so it is
   // formatted once for each.
-  std::string_view event_tail(const trace_event& e, std::uint32_t track) {
+  const padded_text& event_tail(const trace_event& e, std::uint32_t track) {
     const std::uint64_t key = std::uint64_t{track} << 32 | std::uint64_t{e.domain} << 8 | static_cast<std::uint8_t>(e.what);
     if (key == last_tail_key_ && last_tail_ != nullptr) return *last_tail_;
-    std::string& tail = tails_[key];
+    padded_text& tail = tails_[key];
     if (tail.empty()) {
       const std::string_view domain = json_domain(e);
-      tail = fmt::format(R"(,"pid":{},"tid":{},"cat":{},"args":{{"domain":{},"event_type":"{}")", data_.pid, track,
-                         domain, domain, e.what == trace_event::type::slice ? "start/end" : "marker");
+      tail = padded_text(fmt::format(R"(,"pid":{},"tid":{},"cat":{},"args":{{"domain":{},"event_type":"{}")", data_.pid, track,
+                         domain, domain, e.what == trace_event::type::slice ? "start/end" : "marker"));
     }
     last_tail_key_ = key;
     last_tail_ = &tail;
@@ -730,13 +761,12 @@ class trace_view_writer {
   std::vector<std::size_t> list_;  // reused from window to window
   std::vector<sort_key> keys_;     // likewise
   std::vector<std::string> json_names_;    // by string index; "" until first needed
-  std::vector<std::string> heads_;         // see event_head()
-  std::uint64_t high_key_ = 0;             // see raw_writer::microseconds()
-  std::string high_;
+  std::vector<padded_text> heads_;         // see event_head()
+  leading_digits high_;                    // see raw_writer::microseconds()
   std::vector<std::string> json_domains_;  // by domain index
-  std::unordered_map<std::uint64_t, std::string> tails_;  // see event_tail()
+  std::unordered_map<std::uint64_t, padded_text> tails_;  // see event_tail()
   std::uint64_t last_tail_key_ = 0;
-  const std::string* last_tail_ = nullptr;
+  const padded_text* last_tail_ = nullptr;
   std::vector<span> open_;                 // slices open on the current thread's track
   std::uint64_t overlapping_ranges_ = 0;
   std::vector<trace_event> moved_;         // slices that leave their thread's track

@@ -1,9 +1,7 @@
-// The write path: how a marker puts a record into its thread's buffer.
-//
-// Fast path: a thread-local load, a bounds check, plain stores and one release
-// store that publishes the record. Everything else (first event of a thread,
-// a full chunk, no free chunk) is in the out-of-line slow path, which still
-// never locks, allocates or blocks once the thread is registered.
+// What a thread does when the chunk it writes to has no room: its first
+// event (registering it), a full chunk handed over for a free one, or a drop
+// that is counted. The fast path that ends here is in detail/writer.hpp.
+// None of this locks, allocates or blocks once the thread is registered.
 #pragma once
 
 #include "detail/abi.hpp"
@@ -41,12 +39,11 @@ inline void install_chunk(thread_buffer* tb, chunk* c) noexcept {
   tb->current.store(c, std::memory_order_release);
 }
 
-/// The calling thread's buffer, registering the thread on its first event;
+/// The calling thread's buffer, registering the thread when it has none;
 /// null when it cannot be registered (or no control table is installed, so
-/// no session can be running).
-inline thread_buffer* this_thread_buffer() noexcept {
-  thread_buffer* tb = t_buffer;
-  if (NPUPROF_LIKELY(tb != nullptr)) return tb;
+/// no session can be running). Out of line: a thread's first event only.
+NPUPROF_COLD inline thread_buffer* register_this_thread() noexcept {
+  if (thread_buffer* tb = t_buffer) return tb;
   const control_table* c = control();
   return c != nullptr ? c->register_thread() : nullptr;
 }
@@ -56,7 +53,7 @@ inline thread_buffer* this_thread_buffer() noexcept {
 /// A range end (`for_end`) that finds no free chunk goes into the room kept
 /// for ends at the end of the current chunk.
 NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words, bool for_end = false) noexcept {
-  thread_buffer* tb = this_thread_buffer();
+  thread_buffer* tb = register_this_thread();
   marker_state& s = markers();
   if (tb == nullptr) {
     s.stats.bump(s.stats.unregistered_drops);
@@ -86,42 +83,6 @@ NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words, bool for_end 
   }
   install_chunk(tb, fresh);
   return tb->write;
-}
-
-/// Room for `words` words in this thread's buffer, or null when the event has
-/// to be dropped (it is then already counted).
-NPUPROF_ALWAYS_INLINE std::uint64_t* reserve(std::size_t words) noexcept {
-  thread_buffer* tb = t_buffer;
-  if (NPUPROF_LIKELY(tb != nullptr)) {
-    std::uint64_t* p = tb->write;
-    if (NPUPROF_LIKELY(static_cast<std::size_t>(tb->limit - p) >= words)) return p;
-  }
-  return reserve_slow(words);
-}
-
-/// Room for a range end: as reserve(), and when no chunk is free, the room
-/// kept for ends at the end of the current chunk.
-NPUPROF_ALWAYS_INLINE std::uint64_t* reserve_end(std::size_t words) noexcept {
-  thread_buffer* tb = t_buffer;
-  if (NPUPROF_LIKELY(tb != nullptr)) {
-    std::uint64_t* p = tb->write;
-    if (NPUPROF_LIKELY(static_cast<std::size_t>(tb->limit - p) >= words)) return p;
-  }
-  return reserve_slow(words, true);
-}
-
-/// Publishes everything written before `end` to the drainer.
-NPUPROF_ALWAYS_INLINE void commit(std::uint64_t* end) noexcept {
-  thread_buffer* tb = t_buffer;
-  tb->write = end;
-  tb->current.load(std::memory_order_relaxed)->published.store(end, std::memory_order_release);
-}
-
-/// A new range id: unique in the process, never 0, no shared counter.
-inline std::uint64_t next_range_id() noexcept {
-  thread_buffer* tb = this_thread_buffer();
-  if (tb == nullptr) return 0;
-  return tb->id_base | (++tb->id_seq & ((std::uint64_t{1} << 40) - 1));
 }
 
 }  // namespace detail

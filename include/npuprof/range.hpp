@@ -37,9 +37,7 @@ class scoped_core {
     stream_ = stream;
     if (NPUPROF_UNLIKELY(s & forward_bit)) forward_begin(s, m, stream);
     if (m.is_registered()) {
-      thread_buffer* tb = this_thread_buffer();
-      if (NPUPROF_UNLIKELY(tb == nullptr)) return not_registered();
-      scoped_begun(tb);
+      if (NPUPROF_UNLIKELY(!begin_scoped())) return;
       tag_ = make_tag(kind::complete, tag_index(s), m.id());
       word_ = raw_ticks();
       if (stream != nullptr) device_ = begin_device_event(stream);
@@ -55,24 +53,13 @@ class scoped_core {
       write_end(word_, stream_);
       return;
     }
-    scoped_ended(t_buffer);  // registered at the begin (on this thread, as the contract says)
-    if (stream_ == nullptr) {
-      write3(word_, tag_, raw_ticks());
-    } else {
-      write_complete_on_stream(word_, tag_, stream_, device_);
-    }
+    end_scoped(word_, tag_, stream_, device_);
   }
 
  private:
   void forward_begin(std::uint16_t s, message m, stream_t stream) noexcept {
     forwarded_ = forward_range_start(s, m, stream);
     forward_domain_ = forwarded_domain(s);
-  }
-
-  // A thread that cannot get a buffer records nothing; its event is counted.
-  NPUPROF_COLD static void not_registered() noexcept {
-    marker_state& s = markers();
-    s.stats.bump(s.stats.unregistered_drops);
   }
 
   // Out of line: copying is the slower path, and keeps the inline part small.
@@ -132,6 +119,7 @@ template <class D = default_domain>
   }
 }
 
+/// As above, in the run-time domain `d`.
 [[nodiscard]] inline range_id range_start(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept {
   if constexpr (compiled_in<runtime_domain>) {
     return detail::start_range(d.handle(), msg, stream);
@@ -154,6 +142,7 @@ NPUPROF_ALWAYS_INLINE void range_end(range_id id, stream_t stream = nullptr) noe
   }
 }
 
+/// As above, for a range begun in the run-time domain `d`.
 inline void range_end(runtime_domain d, range_id id, stream_t stream = nullptr) noexcept {
   if constexpr (compiled_in<runtime_domain>) {
     if (id != 0) detail::end_range(d.handle(), id, stream);
@@ -181,6 +170,8 @@ class scoped_range {
                 "`struct kernels { static constexpr const char* name = \"kernels\"; };`");
 
  public:
+  /// Begins the range: `msg` a registered_string (cheapest) or text that is
+  /// copied; `stream` ties it to a device stream (see stream.hpp).
   explicit scoped_range(detail::message msg, stream_t stream = nullptr) noexcept {
     core_.begin(detail::handle_of<D>, msg, stream);
   }
@@ -190,6 +181,7 @@ class scoped_range {
                   "npuprof: for a run-time domain write `npuprof::scoped_range r{domain, msg};`");
     core_.begin(d.handle(), msg, stream);
   }
+  /// Ends the range: its record is written now.
   NPUPROF_ALWAYS_INLINE ~scoped_range() { core_.end(); }
 
   scoped_range(const scoped_range&) = delete;
@@ -214,8 +206,10 @@ scoped_range(runtime_domain, detail::message, stream_t)->scoped_range<runtime_do
 template <class D = default_domain>
 class unique_range {
  public:
+  /// Begins the range, as range_start() does.
   explicit unique_range(detail::message msg, stream_t stream = nullptr) noexcept
       : id_(range_start<D>(msg, stream)), stream_(stream), handle_(handle_for()) {}
+  /// Begins the range in the run-time domain `d`.
   unique_range(runtime_domain d, detail::message msg, stream_t stream = nullptr) noexcept
       : id_(range_start(d, msg, stream)), stream_(stream), handle_(&d.handle()) {
     static_assert(std::is_same_v<D, runtime_domain>,
@@ -225,6 +219,7 @@ class unique_range {
     if constexpr (compiled_in<D>) reset();
   }
 
+  /// Takes the range over: `other` no longer ends it.
   unique_range(unique_range&& other) noexcept
       : id_(std::exchange(other.id_, 0)), stream_(other.stream_), handle_(other.handle_) {}
   unique_range& operator=(unique_range&& other) noexcept {

@@ -145,7 +145,7 @@ inline std::uint64_t intern_string(std::string_view s) { return state().strings.
 inline std::string_view lookup_string(std::uint64_t id) { return state().strings.lookup(id); }
 
 inline void name_this_thread(std::string_view name) {
-  if (thread_buffer* tb = this_thread_buffer()) state().threads.set_name(tb->tid, std::string(name));
+  if (thread_buffer* tb = register_this_thread()) state().threads.set_name(tb->tid, std::string(name));
 }
 
 inline void set_stream_name(stream_t stream, std::string_view name) {

@@ -32,24 +32,9 @@ struct thread_buffer {
   std::uint32_t tid = 0;
   // Scoped ranges with a registered message begun and not yet ended: they
   // write their one record at their end, so a trace cut meanwhile can only
-  // count them. Changed by the owning thread without a locked instruction.
+  // count them. Changed by the owning thread only (writer.hpp).
   std::atomic<std::uint32_t> open_scoped{0};
 };
-
-/// Counts a scoped range with a registered message begun on the owning thread.
-inline void scoped_begun(thread_buffer* tb) noexcept {
-  tb->open_scoped.store(tb->open_scoped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-}
-
-/// Counts the end of one, on the thread that began it. A scoped range ended
-/// on another thread (moved there behind a pointer, against its contract)
-/// must not crash there, nor wrap that thread's count: it stays counted as
-/// open where it began.
-inline void scoped_ended(thread_buffer* tb) noexcept {
-  if (NPUPROF_UNLIKELY(tb == nullptr)) return;
-  const std::uint32_t n = tb->open_scoped.load(std::memory_order_relaxed);
-  if (NPUPROF_LIKELY(n != 0)) tb->open_scoped.store(n - 1, std::memory_order_relaxed);
-}
 
 /// The calling thread's buffer; null until its first recorded event.
 // initial-exec: a single TLS load also inside shared objects (no __tls_get_addr).

@@ -1,6 +1,12 @@
 // Record writers: one function per record shape, each a reserve, a few stores
 // and a commit. Every function returns false when the event was dropped.
 //
+// With range.hpp, this file holds the whole record path of a scoped range:
+// range.hpp's scoped_core asks begin_scoped() here at its begin, and
+// end_scoped() writes its one record at its end through write3(), reserve()
+// and commit(), all below. Only a thread's first event and a full chunk
+// leave this file (reserve_slow, in buffer.hpp).
+//
 // Host-only records take the inline paths. A record tied to a stream goes
 // through write_general: it also asks the device backend (if one runs) for a
 // device event on the stream and stores its sequence number.
@@ -23,6 +29,70 @@
 namespace npuprof {
 NPUPROF_ABI_BEGIN
 namespace detail {
+
+// The buffer store: a thread-local load, a bounds check, plain stores and one
+// release store that publishes the record to the drainer.
+
+/// The calling thread's buffer, registering the thread on its first event;
+/// null when it cannot be registered (or no control table is installed, so
+/// no session can be running).
+NPUPROF_ALWAYS_INLINE thread_buffer* this_thread_buffer() noexcept {
+  thread_buffer* tb = t_buffer;
+  if (NPUPROF_LIKELY(tb != nullptr)) return tb;
+  return register_this_thread();
+}
+
+/// Room for `words` words in this thread's buffer, or null when the event has
+/// to be dropped (it is then already counted).
+NPUPROF_ALWAYS_INLINE std::uint64_t* reserve(std::size_t words) noexcept {
+  thread_buffer* tb = t_buffer;
+  if (NPUPROF_LIKELY(tb != nullptr)) {
+    std::uint64_t* p = tb->write;
+    if (NPUPROF_LIKELY(static_cast<std::size_t>(tb->limit - p) >= words)) return p;
+  }
+  return reserve_slow(words);
+}
+
+/// Room for a range end: as reserve(), and when no chunk is free, the room
+/// kept for ends at the end of the current chunk.
+NPUPROF_ALWAYS_INLINE std::uint64_t* reserve_end(std::size_t words) noexcept {
+  thread_buffer* tb = t_buffer;
+  if (NPUPROF_LIKELY(tb != nullptr)) {
+    std::uint64_t* p = tb->write;
+    if (NPUPROF_LIKELY(static_cast<std::size_t>(tb->limit - p) >= words)) return p;
+  }
+  return reserve_slow(words, true);
+}
+
+/// Publishes everything written before `end` to the drainer.
+NPUPROF_ALWAYS_INLINE void commit(std::uint64_t* end) noexcept {
+  thread_buffer* tb = t_buffer;
+  tb->write = end;
+  tb->current.load(std::memory_order_relaxed)->published.store(end, std::memory_order_release);
+}
+
+/// A new range id: unique in the process, never 0, no shared counter.
+inline std::uint64_t next_range_id() noexcept {
+  thread_buffer* tb = this_thread_buffer();
+  if (tb == nullptr) return 0;
+  return tb->id_base | (++tb->id_seq & ((std::uint64_t{1} << 40) - 1));
+}
+
+/// A thread that cannot get a buffer records nothing; its event is counted.
+NPUPROF_COLD inline void count_unregistered() noexcept {
+  marker_state& s = markers();
+  s.stats.bump(s.stats.unregistered_drops);
+}
+
+/// Counts the end of a scoped range, on the thread that began it. One ended
+/// on another thread (moved there behind a pointer, against its contract)
+/// must not crash there, nor wrap that thread's count: it stays counted as
+/// open where it began.
+NPUPROF_ALWAYS_INLINE void scoped_ended(thread_buffer* tb) noexcept {
+  if (NPUPROF_UNLIKELY(tb == nullptr)) return;
+  const std::uint32_t n = tb->open_scoped.load(std::memory_order_relaxed);
+  if (NPUPROF_LIKELY(n != 0)) tb->open_scoped.store(n - 1, std::memory_order_relaxed);
+}
 
 /// Device events of one record: none (no device backend), or one per
 /// device word of its kind.
@@ -183,6 +253,34 @@ inline bool write_complete_on_stream(std::uint64_t first, std::uint64_t tag, str
   p[after + 2] = dev.seq[1];
   commit(p + 6);
   return true;
+}
+
+/// The begin of a scoped range with a registered message: nothing is written
+/// until its end, which writes one record. The range is counted as open on
+/// this thread meanwhile (a trace cut before its end can only count it),
+/// without a locked instruction: only the owning thread changes the count.
+/// False when this thread cannot record; the event is counted.
+NPUPROF_ALWAYS_INLINE bool begin_scoped() noexcept {
+  thread_buffer* tb = this_thread_buffer();
+  if (NPUPROF_UNLIKELY(tb == nullptr)) {
+    count_unregistered();
+    return false;
+  }
+  tb->open_scoped.store(tb->open_scoped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  return true;
+}
+
+/// The end of a scoped range that begin_scoped() began: its one record, from
+/// its begin's `begin_ticks` and `tag` (kind::complete) to now. `device` is
+/// what begin_device_event() gave at the begin when it is tied to `stream`.
+NPUPROF_ALWAYS_INLINE void end_scoped(std::uint64_t begin_ticks, std::uint64_t tag, stream_t stream,
+                                      std::uint64_t device) noexcept {
+  scoped_ended(t_buffer);
+  if (stream == nullptr) {
+    write3(begin_ticks, tag, raw_ticks());
+  } else {
+    write_complete_on_stream(begin_ticks, tag, stream, device);
+  }
 }
 
 /// One sample of a counter.

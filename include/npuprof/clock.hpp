@@ -89,7 +89,9 @@ inline clock_point sample_clock() noexcept {
 /// clock points taken far apart (the wider apart, the more exact).
 class clock_calibration {
  public:
+  /// The identity map (one tick a nanosecond), until a session calibrates.
   clock_calibration() = default;
+  /// The map through `first` and `last`; ticks of steady_clock map 1:1.
   clock_calibration(clock_point first, clock_point last) noexcept : first_(first), last_(last) {
 #if defined(NPUPROF_DETAIL_CLOCK_STEADY)
     ns_per_tick_ = 1.0;
@@ -105,7 +107,9 @@ class clock_calibration {
     return first_.steady + static_cast<std::int64_t>(delta * ns_per_tick_);
   }
 
+  /// The slope of the map: nanoseconds a tick (written to the metadata).
   double ns_per_tick() const noexcept { return ns_per_tick_; }
+  /// The two points the map goes through.
   clock_point first() const noexcept { return first_; }
   clock_point last() const noexcept { return last_; }
 

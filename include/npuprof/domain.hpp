@@ -51,11 +51,13 @@ inline constexpr bool is_domain_v = detail::has_constant_name<D>::value;
 /// filtering. Cheap to copy; stays valid for the life of the process.
 class runtime_domain {
  public:
+  /// The domain of handle `h`; domain_by_name() is how users get one.
   explicit runtime_domain(detail::domain_handle& h) noexcept : handle_(&h) {}
 
   /// The domain's name.
   const char* name() const noexcept { return handle_->name; }
 
+  /// The handle markers of this domain read its state from.
   detail::domain_handle& handle() const noexcept { return *handle_; }
 
  private:

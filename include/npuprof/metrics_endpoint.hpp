@@ -29,8 +29,10 @@ struct metrics_endpoint {
   /// a microsecond (kernels) to a minute (requests) by default.
   std::vector<double> buckets = default_buckets();
 
+  /// Whether metrics are served: `listen` is set.
   bool enabled() const noexcept { return !listen.empty(); }
 
+  /// 1, 2.5 and 5 per decade from 1 us to 10 s, then 30 s and 60 s.
   static std::vector<double> default_buckets() {
     return {1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3,
             1e-2, 2.5e-2, 5e-2, 0.1,  0.25,   0.5,  1,    2.5,    5,    10,   30,     60};

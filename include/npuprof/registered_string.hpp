@@ -26,7 +26,9 @@ class registered_string {
   NPUPROF_DETAIL_CHECK_DOMAIN(D);
 
  public:
+  /// Registers `s`, copied once; the same text always gives the same id.
   constexpr explicit registered_string(std::string_view s) : id_(intern(s)) {}
+  /// As above; a null pointer registers the empty string.
   constexpr explicit registered_string(const char* s)
       : registered_string(std::string_view(s != nullptr ? s : "")) {}
 

@@ -20,6 +20,7 @@ enum class step_action {
   record_and_save,  // records; the cycle is written when the step ends
 };
 
+/// The action's name, as the trace's metadata writes it.
 inline const char* to_string(step_action a) noexcept {
   switch (a) {
     case step_action::none: return "none";
@@ -66,6 +67,7 @@ struct schedule {
     return {};
   }
 
+  /// The schedule as the trace's metadata and the config's JSON write it.
   nlohmann::json to_json() const {
     return {{"wait", wait}, {"active", active}, {"warmup", warmup}, {"repeat", repeat}, {"skip_first", skip_first}};
   }

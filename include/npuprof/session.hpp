@@ -91,6 +91,8 @@ class active_session;
 /// a child's session should be host only.
 class session {
  public:
+  /// A session with `cfg` (by default: the defaults and the environment),
+  /// not yet started. Throws config_error when `cfg` is not valid.
   explicit session(config cfg = config::from_env()) : cfg_(std::move(cfg)) {
     cfg_.validate();
     detail::keep_known_export_types(cfg_, cfg_.source);
@@ -161,7 +163,9 @@ class session {
   /// `parent` and returns its path.
   std::filesystem::path write_to(const std::string& parent);
 
+  /// Whether the session records now: between start() and stop().
   bool running() const noexcept { return running_.load(std::memory_order_acquire); }
+  /// The configuration it runs with, validated.
   const config& configuration() const noexcept { return cfg_; }
   /// The directory the session wrote last.
   std::filesystem::path output_path() const {
@@ -178,6 +182,7 @@ class session {
   const std::string& trace_id() const noexcept { return trace_id_; }
   /// Steps ended so far, and what the current one does.
   long current_step() const noexcept { return steps_.step(); }
+  /// What the schedule does in the current step: nothing, warm up, record.
   step_action current_action() const noexcept { return steps_.action(); }
 
   /// Adds `key: value` to the "user" section of profiler_metadata.json (the

@@ -104,6 +104,7 @@ struct trace_data {
   /// flight recorder "dump", with the details (steps, reason, window).
   nlohmann::json collection = {{"mode", "session"}};
 
+  /// The name of `e`, and the name of its domain ("?" when unknown).
   std::string_view name_of(const trace_event& e) const { return strings[e.name]; }
   std::string_view domain_of(const trace_event& e) const {
     return e.domain < domains.size() ? std::string_view(domains[e.domain]) : std::string_view("?");

@@ -585,6 +585,45 @@ TEST_CASE("a full disk is a clear error naming the file; nothing half-written st
   CHECK(t.count("kept after a full disk") == 5000);
 }
 
+// A real file system short of room: a request for room ahead that fails part
+// way must not keep what it got, or the trace's other files would not fit.
+// Needs root and loop devices (mkfs.ext4, mount): skipped where they are not.
+TEST_CASE("a trace that fits a nearly full file system is written whole") {
+  test::temp_dir dir, other;
+  const std::string image = (dir.path / "fs.img").string(), mnt = (dir.path / "mnt").string();
+  test::fs::create_directory(mnt);
+  const std::string setup = "truncate -s 12M '" + image + "' && mkfs.ext4 -q -F '" + image +
+                            "' >/dev/null 2>&1 && mount -o loop '" + image + "' '" + mnt + "' 2>/dev/null";
+  if (::geteuid() != 0 || std::system(setup.c_str()) != 0) {
+    MESSAGE("skipped: cannot mount a small ext4 file system here (needs root and loop devices)");
+    return;
+  }
+  struct unmount {
+    std::string at;
+    ~unmount() { (void)std::system(("umount '" + at + "'").c_str()); }
+  } guard{mnt};
+  {
+    std::ofstream filler(mnt + "/filler", std::ios::binary);
+    const std::string block(1 << 16, '\0');
+    for (int i = 0; i < 19; ++i) filler << block;  // 1.2 MB: about 8 MB stay free
+  }
+  static const npuprof::registered_string<kernels> name{"range"};
+  auto cfg = test::config_in(dir);
+  cfg.output_dir = mnt;
+  for (int round = 0; round < 3; ++round) {
+    npuprof::session s{cfg};
+    s.start();
+    for (int i = 0; i < 55'000; ++i) npuprof::scoped_range<kernels> r{name};  // an 8 MB trace
+    std::filesystem::path out;
+    const std::string msg = error_of([&] { out = s.stop(); });
+    CHECK_MESSAGE(msg == "(no error)", msg);
+    if (out.empty()) break;
+    const test::trace t = test::load(out);
+    CHECK(t.count("range", "X") == 55'000);
+    test::fs::remove_all(out);
+  }
+}
+
 TEST_CASE("fork() while threads record: the parent's trace is whole and the child can start its own session") {
   test::temp_dir dir, child_dir;
   npuprof::session s{test::config_in(dir)};

@@ -230,8 +230,9 @@ class file_writer {
   /// this returns.
   void close() {
     flush();
-    // Gives back the room asked for ahead and not written.
-    if (allocated_ > written_ && ::ftruncate(fd_.get(), static_cast<::off_t>(written_)) != 0) fail(errno);
+    // Gives back the room asked for ahead and not written (also what a
+    // request that failed part way got: a file system may keep that).
+    if (asked_ahead_ && ::ftruncate(fd_.get(), static_cast<::off_t>(written_)) != 0) fail(errno);
     if (fd_.reset() != 0) fail(errno);
   }
 
@@ -255,8 +256,12 @@ class file_writer {
 #if defined(__linux__)
     if (!reserve_ahead_ || written_ + n <= allocated_) return;
     const std::size_t step = std::min(std::max(written_, block), std::size_t{64} << 20) + n;
+    asked_ahead_ = true;
     if (::fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, static_cast<::off_t>(written_), static_cast<::off_t>(step)) != 0) {
+      // A file system short of room may have kept part of it: given back
+      // now, so that what is left to write finds it.
       reserve_ahead_ = false;
+      if (::ftruncate(fd_.get(), static_cast<::off_t>(written_)) != 0) fail(errno);
       return;
     }
     allocated_ = written_ + step;
@@ -277,6 +282,7 @@ class file_writer {
   std::size_t written_ = 0;    // bytes written to the file
   std::size_t allocated_ = 0;  // bytes of room asked for ahead, from the start
   bool reserve_ahead_ = true;
+  bool asked_ahead_ = false;   // room was asked for: close() gives back the rest
 };
 
 /// Writes `data` as the new file `name` inside `dir`. Throws npuprof::error

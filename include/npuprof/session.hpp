@@ -217,7 +217,7 @@ class session {
   void reset_counts();
   void discard_stale_records();
   std::shared_ptr<detail::collected> collect(clock_point from, clock_point end, const detail::device_times* device,
-                                             bool take_counts);
+                                             bool take_counts, std::uint64_t open_scoped);
   void finish_collection(detail::collected& c, std::int64_t end_ns, detail::eviction evicted);
   void keep_collected(std::shared_ptr<detail::collected> c);
   std::filesystem::path write_data(const detail::collected& c, const std::string& parent);
@@ -511,7 +511,8 @@ inline std::filesystem::path session::stop() {
     std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
     const clock_point end = sample_clock();
     if (!steps_.scheduled() || detail::records(steps_.action())) {  // else stopped between cycles: all written
-      auto c = collect(run_.cut_point, end, device_ != nullptr ? &device_times_ : nullptr, true);
+      auto c = collect(run_.cut_point, end, device_ != nullptr ? &device_times_ : nullptr, true,
+                       records_.open_scoped());
       records_.move_into(*c);
       if (steps_.scheduled()) c->header.collection = steps_.cycle_note(true);
       if (!steps_.scheduled()) c->header.collection["reason"] = run_.stop_reason;  // stop, exit, terminate, ...
@@ -570,7 +571,7 @@ inline void session::step() {
       detail::device_times device;
       if (device_ != nullptr) device = device_->finish(std::chrono::milliseconds(cfg_.device_wait_ms));
       const clock_point end = sample_clock();
-      cycle = collect(run_.cut_point, end, device_ != nullptr ? &device : nullptr, true);
+      cycle = collect(run_.cut_point, end, device_ != nullptr ? &device : nullptr, true, records_.open_scoped());
       records_.move_into(*cycle);
       cycle->header.collection = steps_.cycle_note(false);
       finish_collection(*cycle, end.steady, records_.evicted());
@@ -604,6 +605,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
   detail::device_times device;
   clock_point from{}, cut{}, end{};
   detail::eviction evicted;
+  std::uint64_t open_scoped = 0;
   {
     std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: cannot dump: the session is not running");
@@ -616,6 +618,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     // writing those chunks, and the next dump sees it again.
     std::vector<detail::segment> copied;
     st.threads.for_each_live([&](detail::thread_buffer& tb) {
+      open_scoped += tb.open_scoped.load(std::memory_order_acquire);  // before the records: see take_published()
       detail::chunk* c = tb.current.load(std::memory_order_acquire);
       if (c == nullptr) return;
       std::uint64_t* published = c->published.load(std::memory_order_acquire);
@@ -654,7 +657,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     ~done_reading() { now(); }
   } reading{this};
   // Ranges still open are drawn up to `end`, past every record read.
-  std::shared_ptr<detail::collected> c = collect(from, end, device_ != nullptr ? &device : nullptr, false);
+  std::shared_ptr<detail::collected> c = collect(from, end, device_ != nullptr ? &device : nullptr, false, open_scoped);
   c->segments.assign(taken.begin(), taken.end());
   c->storage = std::move(live);  // the copies' records stay where the segments point
   c->header.end_ns = cut.steady;
@@ -808,7 +811,8 @@ inline void session::reset_counts() {
 // now; the records are added by the caller. `take_counts` resets the drop
 // counts (the data ends a session or a cycle); a dump only reads them.
 inline std::shared_ptr<detail::collected> session::collect(clock_point from, clock_point end,
-                                                          const detail::device_times* device, bool take_counts) {
+                                                          const detail::device_times* device, bool take_counts,
+                                                          std::uint64_t open_scoped) {
   detail::process_state& st = detail::state();
   auto c = std::make_shared<detail::collected>();
   trace_data& d = c->header;
@@ -858,7 +862,7 @@ inline std::shared_ptr<detail::collected> session::collect(clock_point from, clo
   d.counts.null_messages = count(detail::markers().stats.null_messages);
   d.counts.rejected_domain_names = detail::markers().stats.rejected_domain_names.load();
   d.counts.domains_over_limit = st.domains.over_limit_count();
-  d.counts.open_scoped_ranges = st.threads.open_scoped();
+  d.counts.open_scoped_ranges = open_scoped;  // read with the records, not now: see take_published()
   d.counts.destroyed_domain_calls = count(detail::markers().stats.destroyed_domain_calls);
   return c;
 }

@@ -69,7 +69,11 @@ class drained_records {
   void take_published() {
     drain_full();
     const std::int64_t now = steady_ns();
+    open_scoped_ = 0;
     state().threads.for_each_live([&](thread_buffer& tb) {
+      // Read before the records: a range seen closed here has its record
+      // published (scoped_ended), so each is either taken or counted.
+      open_scoped_ += tb.open_scoped.load(std::memory_order_acquire);
       chunk* c = tb.current.load(std::memory_order_acquire);
       if (c == nullptr) return;
       std::uint64_t* end = c->published.load(std::memory_order_acquire);
@@ -96,6 +100,12 @@ class drained_records {
       drop_oldest();
     }
   }
+
+  /// Scoped ranges with a registered message that were open on live threads
+  /// when the last take_published() took their records: their one record is
+  /// not among those taken. A range ending at that moment may be counted and
+  /// taken both; none is neither.
+  std::uint64_t open_scoped() const noexcept { return open_scoped_; }
 
   /// Live metrics see every record taken from now on (null: none do).
   void meter_with(live_metrics* m) noexcept { meter_ = m; }
@@ -173,6 +183,7 @@ class drained_records {
   std::deque<std::vector<std::uint64_t>> copies_;  // records of chunks given back early
   std::vector<const chunk*> read_in_place_;        // live chunks take_published() points into
   std::size_t held_bytes_ = 0;                     // memory segments_ keep from the pool
+  std::uint64_t open_scoped_ = 0;                  // see open_scoped()
   eviction evicted_;
   live_metrics* meter_ = nullptr;
   int readers_ = 0;

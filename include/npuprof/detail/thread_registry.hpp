@@ -86,16 +86,6 @@ class thread_registry {
     }
   }
 
-  /// Scoped ranges with a registered message open on live threads now.
-  std::uint64_t open_scoped() {
-    lock_guard<mutex> lock(mutex_);
-    std::uint64_t n = 0;
-    for (thread_buffer* tb : all_) {
-      if (tb->live.load(std::memory_order_acquire)) n += tb->open_scoped.load(std::memory_order_relaxed);
-    }
-    return n;
-  }
-
   /// Drops per thread id since the last call, and resets the counts. A
   /// thread id may appear more than once (a reused id): sum them.
   drop_list take_drops() {

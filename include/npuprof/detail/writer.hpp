@@ -84,14 +84,16 @@ NPUPROF_COLD inline void count_unregistered() noexcept {
   s.stats.bump(s.stats.unregistered_drops);
 }
 
-/// Counts the end of a scoped range, on the thread that began it. One ended
-/// on another thread (moved there behind a pointer, against its contract)
-/// must not crash there, nor wrap that thread's count: it stays counted as
-/// open where it began.
+/// Counts the end of a scoped range, on the thread that began it, once its
+/// record is published: a reader that sees the range closed (acquire) then
+/// finds its record (see drained_records::take_published). One ended on
+/// another thread (moved there behind a pointer, against its contract) must
+/// not crash there, nor wrap that thread's count: it stays counted as open
+/// where it began.
 NPUPROF_ALWAYS_INLINE void scoped_ended(thread_buffer* tb) noexcept {
   if (NPUPROF_UNLIKELY(tb == nullptr)) return;
   const std::uint32_t n = tb->open_scoped.load(std::memory_order_relaxed);
-  if (NPUPROF_LIKELY(n != 0)) tb->open_scoped.store(n - 1, std::memory_order_relaxed);
+  if (NPUPROF_LIKELY(n != 0)) tb->open_scoped.store(n - 1, std::memory_order_release);
 }
 
 /// Device events of one record: none (no device backend), or one per
@@ -275,12 +277,12 @@ NPUPROF_ALWAYS_INLINE bool begin_scoped() noexcept {
 /// what begin_device_event() gave at the begin when it is tied to `stream`.
 NPUPROF_ALWAYS_INLINE void end_scoped(std::uint64_t begin_ticks, std::uint64_t tag, stream_t stream,
                                       std::uint64_t device) noexcept {
-  scoped_ended(t_buffer);
   if (stream == nullptr) {
     write3(begin_ticks, tag, raw_ticks());
   } else {
     write_complete_on_stream(begin_ticks, tag, stream, device);
   }
+  scoped_ended(t_buffer);
 }
 
 /// One sample of a counter.

@@ -645,6 +645,72 @@ TEST_CASE("a scoped range ending while stop() runs is in the trace or counted as
   CHECK(counted_open > 0);  // the case happened: ranges were open at stop()
 }
 
+// A chunk source that stalls a thread's first handover of a full chunk, as a
+// thread preempted there would stall: the chunk is off the thread's buffer
+// and not yet in the queue the session drains.
+class stalling_chunk_source final : public npuprof::detail::chunk_source {
+ public:
+  npuprof::detail::chunk_source* real = nullptr;
+  std::atomic<bool> armed{false}, stalled{false};
+
+  npuprof::detail::chunk* take_free() noexcept override { return real->take_free(); }
+  npuprof::detail::chunk* take_for_new_thread() noexcept override { return real->take_for_new_thread(); }
+  void hand_full(npuprof::detail::chunk* c) noexcept override {
+    if (armed.exchange(false)) {
+      stalled = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    real->hand_full(c);
+  }
+};
+
+TEST_CASE("a thread handing a chunk over while stop() or a dump reads the buffers loses none of its records") {
+  test::temp_dir dir;
+  // Threads may call the source they read at any time: it lives as long as the process.
+  static stalling_chunk_source stalling;
+  static std::deque<npuprof::registered_string<kernels>> names;
+  constexpr int per_thread = 1000;
+  if (names.empty()) {
+    for (int i = 0; i < per_thread; ++i) names.emplace_back("h" + std::to_string(i));
+  }
+  enum class when { full_chunk_then_stop, full_chunk_then_dump, thread_exit_then_stop };
+  for (const when w : {when::full_chunk_then_stop, when::full_chunk_then_dump, when::thread_exit_then_stop}) {
+    CAPTURE(static_cast<int>(w));
+    const bool by_dump = w == when::full_chunk_then_dump;
+    // A thread that exits hands its last chunk over, however little it holds.
+    const int ranges = w == when::thread_exit_then_stop ? 10 : per_thread;
+    npuprof::config cfg = test::config_in(dir);
+    cfg.chunk_size_kb = 1;  // a few dozen ranges fill a chunk
+    npuprof::session s{cfg};
+    s.start();
+    std::atomic<npuprof::detail::chunk_source*>& source = npuprof::detail::markers().chunks;
+    stalling.real = source.load();
+    stalling.stalled = false;
+    stalling.armed = true;
+    source.store(&stalling);
+    std::atomic<int> ended{0};
+    std::thread worker([&] {
+      for (int i = 0; i < ranges; ++i) {
+        { npuprof::scoped_range<kernels> r{names[i]}; }
+        ended = i + 1;
+      }
+    });
+    while (!stalling.stalled) std::this_thread::yield();
+    const int ended_before = ended.load();  // these ranges' records are published
+    const test::fs::path out = by_dump ? npuprof::dump("handover") : s.stop();
+    worker.join();
+    source.store(stalling.real);
+    if (by_dump) s.stop();
+
+    const test::trace t = test::load(out);
+    REQUIRE(ended_before > 0);
+    int missing = 0;
+    for (int i = 0; i < ended_before; ++i) missing += t.count("h" + std::to_string(i)) == 1 ? 0 : 1;
+    CHECK(missing == 0);
+    CHECK(t.count_of("dropped_events") == 0);
+  }
+}
+
 // A real file system short of room: a request for room ahead that fails part
 // way must not keep what it got, or the trace's other files would not fit.
 // Needs root and loop devices (mkfs.ext4, mount): skipped where they are not,

@@ -78,10 +78,14 @@ NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words, bool for_end 
     return nullptr;
   }
   if (full != nullptr) {
+    // A reader that finds no current chunk waits for the flag to clear: by
+    // then the full chunk is in the queue it drains next.
+    tb->handing_over.store(true, std::memory_order_relaxed);
     tb->current.store(nullptr, std::memory_order_release);
     pool->hand_full(full);
   }
   install_chunk(tb, fresh);
+  tb->handing_over.store(false, std::memory_order_release);
   return tb->write;
 }
 

@@ -620,7 +620,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     st.threads.for_each_live([&](detail::thread_buffer& tb) {
       open_scoped += tb.open_scoped.load(std::memory_order_acquire);  // before the records: see take_published()
       detail::chunk* c = tb.current.load(std::memory_order_acquire);
-      if (c == nullptr) return;
+      if (c == nullptr) return detail::wait_for_handover(tb);
       std::uint64_t* published = c->published.load(std::memory_order_acquire);
       if (published <= c->unread) return;
       const std::vector<std::uint64_t>& copy = live.emplace_back(c->unread, published);

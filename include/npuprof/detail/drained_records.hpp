@@ -7,15 +7,18 @@
 #include "abi.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <thread>
 #include <vector>
 
 #include "../clock.hpp"
 #include "chunk_pool.hpp"
 #include "collected.hpp"
 #include "decode.hpp"
+#include "diagnostics.hpp"
 #include "live_metrics.hpp"
 #include "state.hpp"
 
@@ -34,6 +37,26 @@ struct eviction {
   std::uint64_t bytes = 0;
   std::int64_t until_ns = 0;
 };
+
+/// Waits while thread `tb`, found with no current chunk, hands a full one
+/// over: once it is done the chunk is in the queue drain_full() takes from.
+/// The handover is a few instructions that never block; a thread stopped in
+/// them (by a debugger) is waited for a second at most, and said.
+inline void wait_for_handover(const thread_buffer& tb) {
+  using namespace std::chrono_literals;
+  const auto give_up = std::chrono::steady_clock::now() + 1s;
+  for (int spins = 0; tb.handing_over.load(std::memory_order_acquire); ++spins) {
+    if (spins < 64) {
+      std::this_thread::yield();
+    } else if (std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(50us);
+    } else {
+      say("thread %u stopped for over a second while handing a full chunk over: its records are missing here",
+          static_cast<unsigned>(tb.tid));
+      return;
+    }
+  }
+}
 
 /// Records taken from the buffers, oldest first. Not thread-safe: the
 /// session calls it under its control lock.
@@ -63,7 +86,7 @@ class drained_records {
 
   /// Every published record: full chunks, what live threads' chunks hold so
   /// far (read in place until move_into()), then chunks handed over while we
-  /// looked at those. A chunk read in place is kept whole when it comes
+  /// looked at those (a thread found handing one over is waited for). A chunk read in place is kept whole when it comes
   /// back: given back to the pool at once, another thread could write over
   /// the records the segment points to before they are copied.
   void take_published() {
@@ -75,7 +98,7 @@ class drained_records {
       // published (scoped_ended), so each is either taken or counted.
       open_scoped_ += tb.open_scoped.load(std::memory_order_acquire);
       chunk* c = tb.current.load(std::memory_order_acquire);
-      if (c == nullptr) return;
+      if (c == nullptr) return wait_for_handover(tb);
       std::uint64_t* end = c->published.load(std::memory_order_acquire);
       if (meter_ != nullptr) meter_->read(*c, end);
       if (end > c->unread) {

@@ -29,12 +29,18 @@ struct thread_buffer {
   std::atomic<chunk*> current{nullptr};
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<bool> live{false};
+  // Set while the owner hands a full chunk over: between taking it off
+  // `current` and taking a fresh one it is in neither place a reader looks
+  // (see wait_for_handover). Fits in padding: the layout is unchanged.
+  std::atomic<bool> handing_over{false};
   std::uint32_t tid = 0;
   // Scoped ranges with a registered message begun and not yet ended: they
   // write their one record at their end, so a trace cut meanwhile can only
   // count them. Changed by the owning thread only (writer.hpp).
   std::atomic<std::uint32_t> open_scoped{0};
 };
+
+static_assert(sizeof(void*) != 8 || sizeof(thread_buffer) == 64, "thread_buffer keeps the layout modules share");
 
 /// The calling thread's buffer; null until its first recorded event.
 // initial-exec: a single TLS load also inside shared objects (no __tls_get_addr).

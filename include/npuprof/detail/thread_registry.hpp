@@ -62,6 +62,7 @@ class thread_registry {
       tb->write = tb->limit = nullptr;
       tb->dropped.store(0, std::memory_order_relaxed);
       tb->open_scoped.store(0, std::memory_order_relaxed);
+      tb->handing_over.store(false, std::memory_order_relaxed);
       tb->live.store(false, std::memory_order_relaxed);
       spare_.push_back(tb);
     }

@@ -3,12 +3,13 @@
 #pragma once
 
 #include "../detail/abi.hpp"
+#include "../detail/platform.hpp"
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,9 +36,47 @@ inline std::string csv_cell(std::string_view text) {
   return out;
 }
 
+/// Values in blocks of fixed size: adding one is a store and a compare, and
+/// growing never copies what is there.
+template <class T>
+class blocks {
+ public:
+  void push_back(T v) {
+    if (next_ == end_) grow();
+    *next_++ = v;
+  }
+  std::size_t size() const noexcept { return blocks_.size() * block_size - static_cast<std::size_t>(end_ - next_); }
+  /// Moves every value into one array, letting go of each block as it goes
+  /// (so the values are held about once, not twice).
+  std::vector<T> take_all() {
+    std::vector<T> all;
+    all.reserve(size());
+    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+      const T* b = blocks_[i].get();
+      all.insert(all.end(), b, i + 1 < blocks_.size() ? b + block_size : next_);
+      blocks_[i].reset();
+    }
+    blocks_.clear();
+    next_ = end_ = nullptr;
+    return all;
+  }
+
+ private:
+  static constexpr std::size_t block_size = 16384;
+  NPUPROF_COLD void grow() {
+    blocks_.push_back(std::unique_ptr<T[]>(new T[block_size]));
+    next_ = blocks_.back().get();
+    end_ = next_ + block_size;
+  }
+
+  std::vector<std::unique_ptr<T[]>> blocks_;
+  T* next_ = nullptr;
+  T* end_ = nullptr;
+};
+
 /// The durations of one group of slices, kept compactly: most are shorter
 /// than 4.3 s and take four bytes; the longer ones, all above those, take
-/// eight. Stored in blocks, so that growing never copies them.
+/// eight.
 class durations {
  public:
   void add(std::int64_t ns) {
@@ -51,31 +90,39 @@ class durations {
       long_.push_back(ns);
     }
   }
-  std::size_t size() const noexcept { return short_.size() + long_.size(); }
+  std::size_t size() const noexcept { return short_.size() + long_.size() + sorted_short_.size() + sorted_long_.size(); }
   std::int64_t total() const noexcept { return total_; }
   std::int64_t min() const noexcept { return size() == 0 ? 0 : min_; }
   std::int64_t max() const noexcept { return max_; }
   /// The duration at percentile `p` (nearest rank). Ranks are asked for in
-  /// increasing order: each only looks above the previous one.
+  /// increasing order: each only looks above the previous one. Durations
+  /// added after the first call are not looked at.
   std::int64_t percentile(double p) {
     if (size() == 0) return 0;
-    const auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(size()) + 0.999999);
-    const std::size_t at = std::min(size(), std::max<std::size_t>(rank, 1)) - 1;
-    if (at < short_.size()) return select(short_, at, short_from_);
-    return select(long_, at - short_.size(), long_from_);
+    if (sorted_short_.empty() && sorted_long_.empty()) {  // one array each: selecting in blocks is slow
+      sorted_short_ = short_.take_all();
+      sorted_long_ = long_.take_all();
+    }
+    const std::size_t n = sorted_short_.size() + sorted_long_.size();
+    const auto rank = static_cast<std::size_t>(p / 100.0 * static_cast<double>(n) + 0.999999);
+    const std::size_t at = std::min(n, std::max<std::size_t>(rank, 1)) - 1;
+    if (at < sorted_short_.size()) return select(sorted_short_, at, short_from_);
+    return select(sorted_long_, at - sorted_short_.size(), long_from_);
   }
 
  private:
-  template <class C>
-  static std::int64_t select(C& v, std::size_t at, std::size_t& from) {
-    std::nth_element(v.begin() + static_cast<std::ptrdiff_t>(std::min(from, at)),
-                     v.begin() + static_cast<std::ptrdiff_t>(at), v.end());
+  template <class T>
+  static std::int64_t select(std::vector<T>& v, std::size_t at, std::size_t& from) {
+    T* const first = v.data();
+    std::nth_element(first + std::min(from, at), first + at, first + v.size());
     from = at;
     return static_cast<std::int64_t>(v[at]);
   }
 
-  std::deque<std::uint32_t> short_;
-  std::deque<std::int64_t> long_;
+  blocks<std::uint32_t> short_;
+  blocks<std::int64_t> long_;
+  std::vector<std::uint32_t> sorted_short_;  // short_ and long_, once percentiles are asked for
+  std::vector<std::int64_t> sorted_long_;
   std::size_t short_from_ = 0, long_from_ = 0;
   // Kept as durations come: going over the blocks again costs more than this.
   std::int64_t total_ = 0, min_ = std::numeric_limits<std::int64_t>::max(), max_ = 0;

@@ -153,11 +153,12 @@ struct leading_digits {
   std::size_t size = 0;
 };
 
-/// Text written many times, with 15 bytes of padding after it, so that it
-/// is copied in whole blocks of 16 (raw_writer::put_padded).
+/// Text written many times, with 31 bytes of padding after it, so that it
+/// is copied in whole blocks of 32 (raw_writer::put).
 class padded_text {
  public:
-  static constexpr std::size_t padding = 15;
+  static constexpr std::size_t block = 32;
+  static constexpr std::size_t padding = block - 1;
   padded_text() = default;
   explicit padded_text(std::string_view s) : text_(s) { text_.append(padding, '\0'); }
   bool empty() const noexcept { return text_.empty(); }
@@ -168,12 +169,13 @@ class padded_text {
 };
 
 /// Writes into a memory buffer through a plain pointer, after reserving the
-/// most it may write (and 16 bytes more for block copies): one capacity check per event instead of one per piece
-/// (most of the export's time went into those checks).
+/// most it may write (and a block more for block copies): one capacity
+/// check per event instead of one per piece (most of the export's time went
+/// into those checks).
 class raw_writer {
  public:
   raw_writer(fmt::memory_buffer& out, std::size_t most) : out_(out) {
-    out.try_reserve(out.size() + most + 16);
+    out.try_reserve(out.size() + most + padded_text::block);
     p_ = out.data() + out.size();
   }
   template <std::size_t N>
@@ -185,10 +187,12 @@ class raw_writer {
     std::memcpy(p_, s.data(), s.size());
     p_ += s.size();
   }
-  /// As put(), in blocks of 16 bytes: no library call for short text.
+  /// As put(), in whole blocks: no library call for short text.
   void put(const padded_text& t) noexcept {
     const std::string_view s = t.view();
-    for (std::size_t i = 0; i < s.size(); i += 16) std::memcpy(p_ + i, s.data() + i, 16);
+    for (std::size_t i = 0; i < s.size(); i += padded_text::block) {
+      std::memcpy(p_ + i, s.data() + i, padded_text::block);
+    }
     p_ += s.size();
   }
   void integer(std::uint64_t v) noexcept { put_digits(fmt::format_int(v)); }

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -387,29 +388,43 @@ TEST_CASE("flight recorder config and npuprof::dump without a session") {
   CHECK_THROWS_WITH_AS(npuprof::dump("x"), "npuprof: cannot dump: no session is running", npuprof::error);
 }
 
+struct requests {
+  static constexpr const char* name = "requests";
+};
+
 TEST_CASE("a range that began before the window is drawn from the window's start and counted apart") {
   test::temp_dir dir;
   auto cfg = flight_config(dir, 0.1);
   npuprof::session s{cfg};
   s.start();
-  const npuprof::range_id id = npuprof::range_start("long request");
+  const npuprof::range_id id = npuprof::range_start<requests>("long request");
+  std::optional<npuprof::scoped_range<requests>> scoped;
+  scoped.emplace("long scoped request");  // a copied message: a begin and an end record
   // Enough records after it that its chunk is handed over, drained and, once
   // older than the window, let go.
   for (int i = 0; i < 20'000; ++i) npuprof::mark("filler " + std::to_string(i));
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
-  npuprof::range_end(id);
+  npuprof::range_end<requests>(id);
   npuprof::range_end(0xdeadbeef);  // a caller's unknown id stays an unknown id
+  scoped.reset();
   const test::trace t = test::load(npuprof::dump("check"));
   s.stop();
   CHECK(t.count("long request") == 0);
-  CHECK(t.count_of("began_before_window") == 1);
+  CHECK(t.count("long scoped request") == 0);
+  CHECK(t.count_of("began_before_window") == 2);
   CHECK(t.count_of("unmatched_range_ends") == 1);
   const auto slices = t.named("(began before the window)", "X");
-  REQUIRE(slices.size() == 1);
-  CHECK(slices[0]["args"]["began_before_window"] == true);
+  REQUIRE(slices.size() == 2);
+  for (const auto& slice : slices) {
+    CHECK(slice["args"]["began_before_window"] == true);
+    CHECK(slice["cat"] == "requests");  // the range's domain, which its end names
+    CHECK(slice["args"]["domain"] == "requests");
+  }
   const std::int64_t window_start = t.meta["collection"]["window_start_ns"].get<std::int64_t>();
-  CHECK(std::llabs(test::to_ns(slices[0]["ts"]) - window_start) <= 1000);
-  CHECK(test::to_ns(slices[0]["dur"]) > 50'000'000);  // to the end, at the end of the 100 ms window
+  for (const auto& slice : slices) {
+    CHECK(std::llabs(test::to_ns(slice["ts"]) - window_start) <= 1000);
+    CHECK(test::to_ns(slice["dur"]) > 50'000'000);  // to the end, at the end of the 100 ms window
+  }
 }
 
 TEST_CASE("a range that began before the window is kept by min_duration_us and counted once") {

@@ -50,7 +50,7 @@ class scoped_core {
     if (NPUPROF_UNLIKELY(forwarded_ != 0)) forward_range_end(forward_domain_, forwarded_);
     if (tag_ == 0) return;
     if (tag_kind(tag_) != kind::complete) {
-      write_end(word_, stream_);
+      write_end(tag_domain(tag_), word_, stream_);
       return;
     }
     end_scoped(word_, tag_, stream_, device_);
@@ -66,7 +66,7 @@ class scoped_core {
   void begin_copied(std::uint32_t index, message m) noexcept {
     const std::uint64_t id = next_range_id();
     if (id != 0 && write_begin(index, m, id, stream_)) {
-      tag_ = make_tag(kind::end, 0, 0);
+      tag_ = make_tag(kind::end, index, 0);
       word_ = id;
     }
   }
@@ -99,8 +99,11 @@ inline range_id start_range(domain_handle& h, const message& m, stream_t stream)
 }
 
 inline void end_range(domain_handle& h, range_id id, stream_t stream) noexcept {
-  write_end(id, stream);
-  if (NPUPROF_UNLIKELY(h.state.load(std::memory_order_relaxed) & forward_bit)) forward_id_range_end(id);
+  // Recorded whatever the domain's state, as the begin may have been; a
+  // state of 0 names no domain (the index the tag keeps is past the last).
+  const std::uint16_t s = h.state.load(std::memory_order_relaxed);
+  write_end(tag_index(s), id, stream);
+  if (NPUPROF_UNLIKELY(s & forward_bit)) forward_id_range_end(id);
 }
 
 }  // namespace detail

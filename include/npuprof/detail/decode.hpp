@@ -73,6 +73,7 @@ class decoder {
         const std::uint64_t tag = p[word::tag];
         r.ticks = p[word::ticks];
         r.tid = s.tid;
+        r.domain = tag_domain(tag);
         r.stream = tag_has_stream(tag) ? stream_word(p) : 0;
         r.device_seq = tag_has_device(tag) ? device_word(p, 0) : no_device_event;
       }
@@ -156,6 +157,7 @@ class decoder {
     std::uint64_t stream = 0;
     std::uint64_t device_seq = no_device_event;
     std::uint32_t tid = 0;
+    std::uint32_t domain = 0;  // of the first end in time: a range whose begin is gone is drawn there
     std::uint32_t ends = 0;
     std::uint32_t begins = 0;
     bool used = false;  // given to a begin
@@ -172,6 +174,7 @@ class decoder {
     ev.what = trace_event::type::slice;
     ev.began_before_window = true;
     ev.id_matched = true;
+    ev.domain = static_cast<std::uint16_t>(r.domain < out_.domains.size() ? r.domain : 0);
     ev.name = intern("(began before the window)");
     ev.tid = ev.end_tid = r.tid;
     ev.ts = std::min(out_.start_ns, out_.clock.to_ns(r.ticks));  // filter_window() draws it from the window

@@ -196,13 +196,14 @@ inline bool write_begin(std::uint32_t index, const message& m, std::uint64_t id,
   return write_general(head, 3, stream, dev, m.text(), len);
 }
 
-/// The end of an id-matched range; the begin carries the domain. On a
-/// stream, the device event comes before the host timestamp, so that the host
-/// range encloses the device one's recording.
+/// The end of an id-matched range. The begin's domain is the range's; the
+/// end's (`domain`) is drawn only when the begin is gone (a flight recorder
+/// let it go). On a stream, the device event comes before the host
+/// timestamp, so that the host range encloses the device one's recording.
 /// Ends use the room chunks keep for them (reserve_end), so that a range
 /// whose begin was recorded does not lose its end to a full buffer.
-inline bool write_end(std::uint64_t id, stream_t stream) noexcept {
-  const std::uint64_t tag = make_tag(kind::end, 0, 0);
+inline bool write_end(std::uint32_t domain, std::uint64_t id, stream_t stream) noexcept {
+  const std::uint64_t tag = make_tag(kind::end, domain, 0);
   if (stream == nullptr) return write3(raw_ticks(), tag, id, true);
   const device_seqs dev = record_device_event(stream);
   std::uint64_t head[3] = {raw_ticks(), tag, id};

@@ -36,8 +36,9 @@ inline std::string csv_cell(std::string_view text) {
   return out;
 }
 
-/// Values in blocks of fixed size: adding one is a store and a compare, and
-/// growing never copies what is there.
+/// Values in blocks that double from 64 to 16 Ki values: adding one is a
+/// store and a compare, growing never copies what is there, and a group of
+/// a few values (one of thousands of names) takes a few hundred bytes.
 template <class T>
 class blocks {
  public:
@@ -45,33 +46,44 @@ class blocks {
     if (next_ == end_) grow();
     *next_++ = v;
   }
-  std::size_t size() const noexcept { return blocks_.size() * block_size - static_cast<std::size_t>(end_ - next_); }
+  std::size_t size() const noexcept {
+    return full_ + (blocks_.empty() ? 0 : static_cast<std::size_t>(next_ - blocks_.back().get()));
+  }
   /// Moves every value into one array, letting go of each block as it goes
   /// (so the values are held about once, not twice).
   std::vector<T> take_all() {
     std::vector<T> all;
     all.reserve(size());
-    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+    std::size_t n = first_block;
+    for (std::size_t i = 0; i < blocks_.size(); ++i, n = std::min(2 * n, max_block)) {
       const T* b = blocks_[i].get();
-      all.insert(all.end(), b, i + 1 < blocks_.size() ? b + block_size : next_);
+      all.insert(all.end(), b, i + 1 < blocks_.size() ? b + n : next_);
       blocks_[i].reset();
     }
     blocks_.clear();
     next_ = end_ = nullptr;
+    full_ = 0;
     return all;
   }
 
  private:
-  static constexpr std::size_t block_size = 16384;
+  static constexpr std::size_t first_block = 64, max_block = 16384;
   NPUPROF_COLD void grow() {
-    blocks_.push_back(std::unique_ptr<T[]>(new T[block_size]));
+    std::size_t n = first_block;
+    if (!blocks_.empty()) {
+      const auto last = static_cast<std::size_t>(end_ - blocks_.back().get());
+      full_ += last;
+      n = std::min(2 * last, max_block);
+    }
+    blocks_.push_back(std::unique_ptr<T[]>(new T[n]));
     next_ = blocks_.back().get();
-    end_ = next_ + block_size;
+    end_ = next_ + n;
   }
 
   std::vector<std::unique_ptr<T[]>> blocks_;
   T* next_ = nullptr;
   T* end_ = nullptr;
+  std::size_t full_ = 0;  // values in the blocks before the last
 };
 
 /// The durations of one group of slices, kept compactly: most are shorter

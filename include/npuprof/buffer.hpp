@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "detail/chunk_source.hpp"
 #include "detail/marker_state.hpp"
 #include "detail/platform.hpp"
 #include "detail/record.hpp"
@@ -37,6 +38,16 @@ inline void install_chunk(thread_buffer* tb, chunk* c) noexcept {
   tb->write = c->data();
   tb->limit = limit_for_records(c);
   tb->current.store(c, std::memory_order_release);
+}
+
+/// Takes the thread's current chunk off its buffer and queues it for the
+/// drainer (a full one, or an exiting thread's last). In between it is in
+/// neither place a reader looks: the flag says so, and a reader that finds
+/// no current chunk waits for it to clear, by when the chunk is queued.
+inline void hand_over_current(thread_buffer* tb, chunk_source& pool) noexcept {
+  tb->handing_over.store(true, std::memory_order_relaxed);
+  if (chunk* c = tb->current.exchange(nullptr, std::memory_order_acq_rel)) pool.hand_full(c);
+  tb->handing_over.store(false, std::memory_order_release);
 }
 
 /// The calling thread's buffer, registering the thread when it has none;
@@ -77,15 +88,8 @@ NPUPROF_COLD inline std::uint64_t* reserve_slow(std::size_t words, bool for_end 
     if (for_end) s.stats.bump(s.stats.dropped_range_ends);
     return nullptr;
   }
-  if (full != nullptr) {
-    // A reader that finds no current chunk waits for the flag to clear: by
-    // then the full chunk is in the queue it drains next.
-    tb->handing_over.store(true, std::memory_order_relaxed);
-    tb->current.store(nullptr, std::memory_order_release);
-    pool->hand_full(full);
-  }
+  if (full != nullptr) hand_over_current(tb, *pool);
   install_chunk(tb, fresh);
-  tb->handing_over.store(false, std::memory_order_release);
   return tb->write;
 }
 

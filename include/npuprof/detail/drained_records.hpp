@@ -38,8 +38,9 @@ struct eviction {
   std::int64_t until_ns = 0;
 };
 
-/// Waits while thread `tb`, found with no current chunk, hands a full one
-/// over: once it is done the chunk is in the queue drain_full() takes from.
+/// Waits while thread `tb`, found with no current chunk, hands one over
+/// (hand_over_current): once it is done the chunk is in the queue
+/// drain_full() takes from.
 /// The handover is a few instructions that never block; a thread stopped in
 /// them (by a debugger) is waited for a second at most, and said.
 inline void wait_for_handover(const thread_buffer& tb) {
@@ -86,9 +87,10 @@ class drained_records {
 
   /// Every published record: full chunks, what live threads' chunks hold so
   /// far (read in place until move_into()), then chunks handed over while we
-  /// looked at those (a thread found handing one over is waited for). A chunk read in place is kept whole when it comes
-  /// back: given back to the pool at once, another thread could write over
-  /// the records the segment points to before they are copied.
+  /// looked at those (a thread found handing one over is waited for). A
+  /// chunk read in place is kept whole when it comes back: given back to the
+  /// pool at once, another thread could write over the records the segment
+  /// points to before they are copied.
   void take_published() {
     drain_full();
     const std::int64_t now = steady_ns();

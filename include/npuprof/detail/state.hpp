@@ -117,12 +117,10 @@ inline thread_buffer* register_thread() noexcept {
 /// so that none of its events are lost, and its buffer becomes reusable.
 inline void on_thread_exit(void* buffer) noexcept {
   auto* tb = static_cast<thread_buffer*>(buffer);
-  tb->handing_over.store(true, std::memory_order_relaxed);  // see reserve_slow()
-  if (chunk* c = tb->current.exchange(nullptr, std::memory_order_acq_rel)) {
-    // A chunk exists only once the pool that made it is installed.
-    markers().chunks.load(std::memory_order_acquire)->hand_full(c);
+  // A chunk exists only once the pool that made it is installed.
+  if (tb->current.load(std::memory_order_relaxed) != nullptr) {
+    hand_over_current(tb, *markers().chunks.load(std::memory_order_acquire));
   }
-  tb->handing_over.store(false, std::memory_order_release);
   tb->write = tb->limit = nullptr;
   if (t_buffer == tb) t_buffer = nullptr;
   try {

@@ -29,9 +29,8 @@ struct thread_buffer {
   std::atomic<chunk*> current{nullptr};
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<bool> live{false};
-  // Set while the owner hands a full chunk over: between taking it off
-  // `current` and taking a fresh one it is in neither place a reader looks
-  // (see wait_for_handover). Fits in padding: the layout is unchanged.
+  // Set while the owner hands its chunk over (hand_over_current). Fits in
+  // padding: the layout is unchanged.
   std::atomic<bool> handing_over{false};
   std::uint32_t tid = 0;
   // Scoped ranges with a registered message begun and not yet ended: they

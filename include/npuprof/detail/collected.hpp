@@ -21,6 +21,7 @@
 #include "chunk_pool.hpp"
 #include "event_filter.hpp"
 #include "huge_pages.hpp"
+#include "platform.hpp"
 
 namespace npuprof {
 NPUPROF_ABI_BEGIN
@@ -124,7 +125,7 @@ struct thread_records {
   order_key_type last{0, std::numeric_limits<std::int64_t>::min()};  // of the last record in order
 
   /// Whether `p` comes in start order; else it is kept in `late`.
-  bool in_order(const std::uint64_t* p, bool keep) {
+  NPUPROF_ALWAYS_INLINE bool in_order(const std::uint64_t* p, bool keep) {
     const order_key_type k = decoder::order_key(p);
     if (k < last) {
       if (keep) late.push_back({p});
@@ -145,14 +146,15 @@ void decode_in_order(decoder& dec, thread_records& t, trace_data& out, std::size
                      HandOver&& hand_over) {
   std::sort(t.late.begin(), t.late.end());
   std::size_t next = 0;
+  const std::size_t late = t.late.size();
   t.last = thread_records{}.last;
   const std::uint32_t tid = t.segments.front()->tid;
   for (const segment* s : t.segments) {
     dec.count(*s);
-    const bool valid = dec.for_each_record(*s, [&](const std::uint64_t* p) {
+    const bool valid = dec.for_each_record(*s, [&](const std::uint64_t* p) NPUPROF_INLINE_LAMBDA {
       if (!t.in_order(p, false)) return;  // late: merged in at its place
       const order_key_type k = t.last;
-      for (; next < t.late.size() && decoder::order_key(t.late[next].record) < k; ++next) {
+      for (; next < late && decoder::order_key(t.late[next].record) < k; ++next) {
         dec.add_record(t.late[next].record, tid);
         if (out.events.size() >= window_events) hand_over();
       }

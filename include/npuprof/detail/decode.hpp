@@ -24,6 +24,7 @@
 #include "chunk.hpp"
 #include "device_hook.hpp"
 #include "device_times.hpp"
+#include "platform.hpp"
 #include "record.hpp"
 #include "state.hpp"
 
@@ -58,7 +59,7 @@ class decoder {
   /// at them in the same pass.
   template <class Also>
   void index(const segment& s, Also&& also) {
-    for_each_record(s, [&](const std::uint64_t* p) {
+    for_each_record(s, [&](const std::uint64_t* p) NPUPROF_INLINE_LAMBDA {
       also(p);
       const kind k = tag_kind(p[word::tag]);
       if (k == kind::begin_ref || k == kind::begin_copy) {
@@ -210,6 +211,11 @@ class decoder {
 
   std::uint32_t registered(std::uint64_t id) {
     if (id == last_registered_id_ && last_registered_index_ != 0) return last_registered_index_;
+    return registered_again(id);
+  }
+
+  // As registered(), for a string other than the last one.
+  NPUPROF_COLD std::uint32_t registered_again(std::uint64_t id) {
     auto it = registered_index_.find(id);
     std::uint32_t index = 0;
     if (it != registered_index_.end()) {
@@ -258,7 +264,24 @@ class decoder {
     }
   }
 
+  // A range that began and ended in one scope: one record at its end.
+  trace_event& complete_range(const std::uint64_t* p, std::uint32_t tid) {
+    trace_event& e = push(trace_event::type::slice, p, tid);
+    e.name = registered(tag_payload(p[word::tag]));
+    e.dur = std::max<std::int64_t>(0, out_.clock.to_ns(p[word::end_ticks]) - e.ts);
+    return e;
+  }
+
   void decode_one(const std::uint64_t* p, std::uint32_t tid) {
+    const std::uint64_t tag = p[word::tag];
+    if (tag_kind(tag) == kind::complete && !tag_has_device(tag)) {  // most records
+      complete_range(p, tid);
+      return;
+    }
+    decode_other(p, tid);
+  }
+
+  NPUPROF_COLD void decode_other(const std::uint64_t* p, std::uint32_t tid) {
     const std::uint64_t tag = p[word::tag];
     const kind k = tag_kind(tag);
     const std::uint64_t payload = tag_payload(tag);
@@ -266,14 +289,10 @@ class decoder {
     const bool device = tag_has_device(tag);
     const std::uint64_t stream = tag_has_stream(tag) ? stream_word(p) : 0;
     switch (k) {
-      case kind::complete: {
-        trace_event& e = push(trace_event::type::slice, p, tid);
-        e.name = registered(payload);
-        e.dur = out_.clock.to_ns(p[word::end_ticks]) - e.ts;
-        if (e.dur < 0) e.dur = 0;
+      case kind::complete:
+        complete_range(p, tid);
         if (device) add_device_slice(out_.events.size() - 1, stream, device_word(p, 0), stream, device_word(p, 1));
         break;
-      }
       case kind::begin_ref:
       case kind::begin_copy: {
         trace_event& e = push(trace_event::type::slice, p, tid);

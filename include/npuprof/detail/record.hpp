@@ -139,6 +139,10 @@ inline constexpr std::size_t max_record_words = 4 + 3 + words_for_bytes(max_mess
 inline std::size_t record_words(const std::uint64_t* p, const std::uint64_t* to) noexcept {
   if (to - p < 2) return 0;
   const std::uint64_t tag = p[word::tag];
+  // Most records: a scoped range with a registered string, on no stream.
+  if ((tag & ~(domain_mask << domain_shift | payload_mask)) == make_tag(kind::complete, 0, 0)) {
+    return to - p >= 3 ? 3 : 0;
+  }
   const kind k = tag_kind(tag);
   if (k < kind::complete || k > kind::counter_copy) return 0;
   if (tag_has_device(tag) && !tag_has_stream(tag)) return 0;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "../detail/abi.hpp"
+#include "../detail/platform.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -65,12 +66,15 @@ inline const char* digit_pair(unsigned n) noexcept {
   return digits + 2 * n;
 }
 
+/// Bytes format_fixed() writes, whatever the number.
+inline constexpr std::size_t fixed_block = 24;
+
 /// `units` / 10^decimals as a decimal number ("12.3456"), in the first bytes
-/// of `buf`; returns how many. Written right to left and copied as one
-/// block of 24 bytes: no library call for the few digits a duration has
-/// (a third of the export's time went into them).
-inline std::size_t format_fixed(char (&buf)[40], std::uint64_t units, int decimals) {
-  static_assert(sizeof buf >= 24, "the block copied");
+/// of `to`; returns how many. Written right to left and copied as one block
+/// of fixed_block bytes (the bytes after the number are left over): no
+/// library call for the few digits a duration has (a third of the export's
+/// time went into them).
+inline std::size_t format_fixed(char* to, std::uint64_t units, int decimals) noexcept {
   char text[48] = {};
   char* const end = text + 24;  // at most 21 bytes: 20 digits, the point
   char* p = end;
@@ -88,7 +92,7 @@ inline std::size_t format_fixed(char (&buf)[40], std::uint64_t units, int decima
     *--p = static_cast<char>('0' + units % 10);
     units /= 10;
   } while (units != 0);
-  std::memcpy(buf, p, 24);
+  std::memcpy(to, p, fixed_block);
   return static_cast<std::size_t>(end - p);
 }
 
@@ -102,6 +106,52 @@ inline double end_ulp(double x) noexcept {
   return power * 0x1p-52;
 }
 
+/// The double a reader gets from `ns` written as microseconds with three
+/// decimals: ns / 1000 correctly rounded. A decimal "u.ddd" reads as units /
+/// 10^k correctly rounded, which is what dividing the integer units by 10^k
+/// in double gives while units < 2^53: candidates are tried without
+/// formatting or parsing them. Above (a steady clock of a machine up for
+/// more than 104 days), turning ns into a double would round once before
+/// the division rounds again: the whole microseconds and the rest are added
+/// instead, which rounds once (the rest, k/1000, is never close enough to
+/// a point halfway between two doubles for its own rounding to matter).
+inline double reads_as(std::int64_t ns) noexcept {
+  if (ns < (std::int64_t{1} << 53)) return static_cast<double>(ns) / 1000.0;
+  return static_cast<double>(ns / 1000) + static_cast<double>(ns % 1000) / 1000.0;
+}
+
+/// Whether "dur" written with three decimals, added to "ts" as a reader
+/// reads both (float64), lands exactly on the slice's end as it reads.
+inline bool lands_with_three_decimals(std::int64_t ts_ns, std::int64_t dur_ns) noexcept {
+  return reads_as(ts_ns) + reads_as(dur_ns) == reads_as(ts_ns + dur_ns);
+}
+
+/// After three decimals did not land (see format_duration()), the fewest
+/// more that do, and `units`, the duration in 10^-decimals microseconds.
+/// False when none up to twelve does.
+inline bool more_decimals(std::int64_t ts_ns, std::int64_t dur_ns, std::uint64_t& units, int& decimals) noexcept {
+  const double ts = reads_as(ts_ns);
+  const double end = reads_as(ts_ns + dur_ns);
+  const double want = end - ts;  // exact: the two are within a factor of two
+  // Only a step of at most about ten of end's ulps can land: coarser ones
+  // are skipped without a try.
+  const double ulp = end_ulp(end);
+  double scale = 10000.0;
+  decimals = 4;
+  for (; decimals < 12 && scale * ulp < 0.1; ++decimals) scale *= 10.0;
+  for (; decimals <= 12; ++decimals, scale *= 10.0) {
+    const double scaled = want * scale;
+    if (scaled >= 9007199254740992.0) break;  // 2^53: no longer exact
+    // The nearest integer, inline (std::nearbyint is a library call here).
+    const double nearest = static_cast<double>(static_cast<std::uint64_t>(scaled + 0.5));
+    if (ts + nearest / scale == end) {
+      units = static_cast<std::uint64_t>(nearest);
+      return true;
+    }
+  }
+  return false;
+}
+
 /// Writes the `dur` of a slice at `ts_ns` lasting `dur_ns` so that a reader
 /// adding ts and dur as float64 (every JSON viewer does) lands exactly on
 /// the double the slice's end time reads as. Otherwise, at absolute
@@ -112,26 +162,12 @@ inline double end_ulp(double x) noexcept {
 inline std::size_t format_duration(char (&buf)[40], std::int64_t ts_ns, std::int64_t dur_ns) {
   if (ts_ns < 0) ts_ns = 0;
   if (dur_ns < 0) dur_ns = 0;
-  // A decimal "u.ddd" reads as units / 10^k correctly rounded, which is what
-  // dividing the integer units by 10^k in double gives while units < 2^53:
-  // candidates are tried without formatting or parsing them.
-  const double ts = static_cast<double>(ts_ns) / 1000.0;  // as "ts" reads
-  const double end = static_cast<double>(ts_ns + dur_ns) / 1000.0;
-  if (ts + static_cast<double>(dur_ns) / 1000.0 == end) return format_fixed(buf, static_cast<std::uint64_t>(dur_ns), 3);
-  const double want = end - ts;  // exact: the two are within a factor of two
-  // Only a step of at most about ten of end's ulps can land: coarser ones
-  // are skipped without a try.
-  const double ulp = end_ulp(end);
-  double scale = 10000.0;
-  int decimals = 4;
-  for (; decimals < 12 && scale * ulp < 0.1; ++decimals) scale *= 10.0;
-  for (; decimals <= 12; ++decimals, scale *= 10.0) {
-    const double scaled = want * scale;
-    if (scaled >= 9007199254740992.0) break;  // 2^53: no longer exact
-    // The nearest integer, inline (std::nearbyint is a library call here).
-    const double units = static_cast<double>(static_cast<std::uint64_t>(scaled + 0.5));
-    if (ts + units / scale == end) return format_fixed(buf, static_cast<std::uint64_t>(units), decimals);
-  }
+  static_assert(sizeof buf >= fixed_block, "format_fixed() writes a block");
+  if (lands_with_three_decimals(ts_ns, dur_ns)) return format_fixed(buf, static_cast<std::uint64_t>(dur_ns), 3);
+  std::uint64_t units = 0;
+  int decimals = 0;
+  if (more_decimals(ts_ns, dur_ns, units, decimals)) return format_fixed(buf, units, decimals);
+  const double want = reads_as(ts_ns + dur_ns) - reads_as(ts_ns);
   return fmt::format_to_n(buf, sizeof buf, "{}", want).size;  // shortest form that reads back as `want`
 }
 
@@ -153,11 +189,11 @@ struct leading_digits {
   std::size_t size = 0;
 };
 
-/// Text written many times, with 31 bytes of padding after it, so that it
-/// is copied in whole blocks of 32 (raw_writer::put).
+/// Text written many times, with 63 bytes of padding after it, so that it
+/// is copied in whole blocks of 64 (raw_writer::put).
 class padded_text {
  public:
-  static constexpr std::size_t block = 32;
+  static constexpr std::size_t block = 64;
   static constexpr std::size_t padding = block - 1;
   padded_text() = default;
   explicit padded_text(std::string_view s) : text_(s) { text_.append(padding, '\0'); }
@@ -218,24 +254,17 @@ class raw_writer {
     p_ += high.size;
     // Digit pairs from a table, computed side by side rather than in one
     // chain of divisions.
-    const auto us = static_cast<unsigned>(low / 1000), frac = static_cast<unsigned>(low % 1000);
+    const auto us = static_cast<unsigned>(low / 1000);
     std::memcpy(p_, pair(us / 10000), 2);
     std::memcpy(p_ + 2, pair(us / 100 % 100), 2);
     std::memcpy(p_ + 4, pair(us % 100), 2);
-    p_[6] = '.';
-    p_[7] = static_cast<char>('0' + frac / 100);
-    std::memcpy(p_ + 8, pair(frac % 100), 2);
-    p_ += 10;
+    p_ += 6;
+    fraction(static_cast<unsigned>(low % 1000));
   }
   void microseconds(std::int64_t ns) noexcept {
     if (ns < 0) ns = 0;
     put_digits(fmt::format_int(ns / 1000));
-    const auto frac = static_cast<int>(ns % 1000);
-    p_[0] = '.';
-    p_[1] = static_cast<char>('0' + frac / 100);
-    p_[2] = static_cast<char>('0' + frac / 10 % 10);
-    p_[3] = static_cast<char>('0' + frac % 10);
-    p_ += 4;
+    fraction(static_cast<unsigned>(ns % 1000));
   }
   /// `v` as "0x..." in lower-case hexadecimal.
   void hex(std::uint64_t v) noexcept {
@@ -251,20 +280,45 @@ class raw_writer {
   }
   /// A slice's duration, as append_duration() writes it.
   void duration(std::int64_t ts_ns, std::int64_t dur_ns) noexcept {
-    char buf[40] = {};
-    const std::size_t n = format_duration(buf, ts_ns, dur_ns);
-    if (n <= 24) {
-      std::memcpy(p_, buf, 24);  // a block of known size; the bytes past n are written over next
-      p_ += n;
-    } else {
-      put(std::string_view(buf, n));
+    // Most slices last under a second, and their three decimals land.
+    if (ts_ns >= 0 && static_cast<std::uint64_t>(dur_ns) < 1'000'000'000 && lands_with_three_decimals(ts_ns, dur_ns)) {
+      const auto us = static_cast<unsigned>(dur_ns / 1000);
+      if (us < 10) {
+        *p_++ = static_cast<char>('0' + us);
+      } else if (us < 100) {
+        std::memcpy(p_, pair(us), 2);
+        p_ += 2;
+      } else {
+        integer(us);
+      }
+      fraction(static_cast<unsigned>(dur_ns % 1000));
+      return;
     }
+    duration_otherwise(ts_ns, dur_ns);
+  }
+  NPUPROF_NOINLINE void duration_otherwise(std::int64_t ts_ns, std::int64_t dur_ns) noexcept {
+    std::uint64_t units = 0;
+    int decimals = 0;
+    if (ts_ns >= 0 && static_cast<std::uint64_t>(dur_ns) < 1'000'000'000 && more_decimals(ts_ns, dur_ns, units, decimals)) {
+      p_ += format_fixed(p_, units, decimals);  // within the room reserved: the bytes past it are written over next
+      return;
+    }
+    char buf[40] = {};
+    put(std::string_view(buf, format_duration(buf, ts_ns, dur_ns)));
   }
   /// Ends the raw writing: the buffer's size covers what was written.
   void done() noexcept { out_.try_resize(static_cast<std::size_t>(p_ - out_.data())); }
 
  private:
   void put_digits(const fmt::format_int& d) noexcept { put(std::string_view(d.data(), d.size())); }
+
+  // ".ddd": `frac` < 1000 thousandths.
+  void fraction(unsigned frac) noexcept {
+    p_[0] = '.';
+    p_[1] = static_cast<char>('0' + frac / 100);
+    std::memcpy(p_ + 2, pair(frac % 100), 2);
+    p_ += 4;
+  }
 
   static const char* pair(unsigned n) noexcept { return digit_pair(n); }
 
@@ -576,8 +630,10 @@ class trace_view_writer {
       return;
     }
     const bool slice = e.what == trace_event::type::slice;
-    const padded_text& head = event_head(e.name, slice);
-    const padded_text& tail = event_tail(e, track);
+    const std::uint64_t key = tail_key(e, track);
+    if (head_ == nullptr || e.name != texts_name_ || key != texts_key_) find_texts(e, track, key);
+    const padded_text& head = *head_;
+    const padded_text& tail = *tail_;
     raw_writer w(out, head.view().size() + tail.view().size() + 160);
     w.put(head);
     w.microseconds(e.ts, high_);
@@ -599,6 +655,15 @@ class trace_view_writer {
     if (e.began_before_window) w.literal(",\"began_before_window\":true");
     w.literal("}}");
     w.done();
+  }
+
+  // The texts before and after the times of an event: those of the event
+  // before, mostly.
+  NPUPROF_COLD void find_texts(const trace_event& e, std::uint32_t track, std::uint64_t key) {
+    head_ = &event_head(e.name, e.what == trace_event::type::slice);  // may move other heads: head_ was one
+    tail_ = &event_tail(e, track, key);
+    texts_name_ = e.name;
+    texts_key_ = key;
   }
 
   // What comes before the start time of a slice or an instant: the same for
@@ -636,17 +701,16 @@ class trace_view_writer {
   // What follows the times of a slice or an instant, up to its optional
   // args: the same for every event of a track, domain and kind, so it is
   // formatted once for each.
-  const padded_text& event_tail(const trace_event& e, std::uint32_t track) {
-    const std::uint64_t key = std::uint64_t{track} << 32 | std::uint64_t{e.domain} << 8 | static_cast<std::uint8_t>(e.what);
-    if (key == last_tail_key_ && last_tail_ != nullptr) return *last_tail_;
+  static std::uint64_t tail_key(const trace_event& e, std::uint32_t track) noexcept {
+    return std::uint64_t{track} << 32 | std::uint64_t{e.domain} << 8 | static_cast<std::uint8_t>(e.what);
+  }
+  const padded_text& event_tail(const trace_event& e, std::uint32_t track, std::uint64_t key) {
     padded_text& tail = tails_[key];
     if (tail.empty()) {
       const std::string_view domain = json_domain(e);
       tail = padded_text(fmt::format(R"(,"pid":{},"tid":{},"cat":{},"args":{{"domain":{},"event_type":"{}")", data_.pid, track,
                          domain, domain, e.what == trace_event::type::slice ? "start/end" : "marker"));
     }
-    last_tail_key_ = key;
-    last_tail_ = &tail;
     return tail;
   }
 
@@ -788,8 +852,10 @@ class trace_view_writer {
   leading_digits high_;                    // see raw_writer::microseconds()
   std::vector<std::string> json_domains_;  // by domain index
   std::unordered_map<std::uint64_t, padded_text> tails_;  // see event_tail()
-  std::uint64_t last_tail_key_ = 0;
-  const padded_text* last_tail_ = nullptr;
+  const padded_text* head_ = nullptr;  // the last event's texts (find_texts())
+  const padded_text* tail_ = nullptr;
+  std::uint32_t texts_name_ = 0;
+  std::uint64_t texts_key_ = 0;
   std::vector<span> open_;                 // slices open on the current thread's track
   std::uint64_t overlapping_ranges_ = 0;
   std::vector<trace_event> moved_;         // slices that leave their thread's track

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <functional>
 #include <map>
 #include <string>
@@ -98,6 +99,12 @@ inline json read_json(const fs::path& file) {
   std::ifstream in(file);
   REQUIRE_MESSAGE(in.good(), "cannot open " << file);
   return json::parse(in);  // throws (and fails the test) on invalid JSON
+}
+
+/// The whole of a text file ("" where it cannot be read).
+inline std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 inline std::int64_t to_ns(const json& us) { return std::llround(us.get<double>() * 1000.0); }

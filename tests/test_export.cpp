@@ -145,6 +145,19 @@ void check_float64_nesting(std::int64_t start) {
   t.events = test::read_json(dir.path / "trace_view.json");
   REQUIRE(t.phase("X").size() == 15'000);
   CHECK(test::float64_nesting_violations(t) == 0);
+  // Every start is written to the nanosecond (read from the text: a double
+  // holds no nanoseconds at the larger magnitude).
+  const std::string text = test::read_text(dir.path / "trace_view.json");
+  std::size_t starts = 0;
+  for (std::size_t at_text = text.find("\"ts\":"); at_text != std::string::npos;
+       at_text = text.find("\"ts\":", at_text + 1)) {
+    const std::size_t from = at_text + 5, point = text.find('.', from);
+    REQUIRE(point != std::string::npos);
+    const std::int64_t written = std::stoll(text.substr(from, point - from)) * 1000 + std::stoll(text.substr(point + 1, 3));
+    REQUIRE(starts < data.events.size());
+    CHECK(written == data.events[starts++].ts);
+  }
+  CHECK(starts == data.events.size());
   // The durations still read as what was recorded: to the nanosecond, or,
   // where a double holds no nanoseconds at the end's magnitude, within what
   // landing on the end as read takes (an ulp and a half of it).
@@ -161,6 +174,7 @@ void check_float64_nesting(std::int64_t start) {
 TEST_CASE("slices nest when a viewer adds ts and dur as float64, at absolute timestamps") {
   // At the magnitudes a steady clock gives: a machine up for hours, and one
   // up for months, whose nanoseconds no longer fit a double's 53 bits.
+  SUBCASE("just started") { check_float64_nesting(123); }
   SUBCASE("up for hours") { check_float64_nesting(9'912'345'678'901); }
   SUBCASE("up for months") { check_float64_nesting(12'345'678'912'345'671); }
 }

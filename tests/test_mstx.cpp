@@ -58,11 +58,6 @@ test::trace run_child_within(const test::temp_dir& dir, const test::fs::path& er
   return test::load(outputs[0]);
 }
 
-std::string read_text(const test::fs::path& p) {
-  std::ifstream in(p);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 std::size_t occurrences(const std::string& text, const std::string& what) {
   std::size_t n = 0;
   for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -97,7 +92,7 @@ TEST_CASE("a toolkit library that loads npuprof itself is not forwarded to: no h
   const auto& fwd = t.meta["backend"]["mstx_forward"];
   CHECK(fwd["library"].is_null());
   CHECK(fwd["reason"].get<std::string>().find("loads npuprof's mstx injection library itself") != std::string::npos);
-  const std::string text = read_text(err);
+  const std::string text = test::read_text(err);
   INFO(text);
   CHECK(occurrences(text, "npuprof: markers not forwarded: ") == 1);
   CHECK(occurrences(text, "forwarding would loop\n") == 1);
@@ -125,7 +120,7 @@ TEST_CASE("the toolkit library that loaded npuprof is not forwarded to, and its 
   const auto& fwd = t.meta["backend"]["mstx_forward"];
   CHECK(fwd["library"].is_null());
   CHECK(fwd["reason"].get<std::string>().find("is the library that loaded npuprof") != std::string::npos);
-  const std::string text = read_text(err);
+  const std::string text = test::read_text(err);
   INFO(text);
   CHECK(occurrences(text, "npuprof: markers not forwarded: ") == 1);
 }
@@ -332,7 +327,7 @@ TEST_CASE("a destroyed domain records nothing, returns 0, warns once and counts;
   CHECK(t.count("recreated range", "X") == 1);
   CHECK(t.count_of("destroyed_domain_calls") == 3);
   CHECK(t.count_of("unmatched_range_ends") == 0);
-  const std::string text = read_text(err);
+  const std::string text = test::read_text(err);
   INFO(text);
   CHECK(occurrences(text, "destroyed domain 'comm'") == 1);
 }

@@ -116,7 +116,7 @@ inline double end_ulp(double x) noexcept {
 /// instead, which rounds once (the rest, k/1000, is never close enough to
 /// a point halfway between two doubles for its own rounding to matter).
 inline double reads_as(std::int64_t ns) noexcept {
-  if (ns < (std::int64_t{1} << 53)) return static_cast<double>(ns) / 1000.0;
+  if (NPUPROF_LIKELY(ns < (std::int64_t{1} << 53))) return static_cast<double>(ns) / 1000.0;
   return static_cast<double>(ns / 1000) + static_cast<double>(ns % 1000) / 1000.0;
 }
 
@@ -126,19 +126,20 @@ inline bool lands_with_three_decimals(std::int64_t ts_ns, std::int64_t dur_ns) n
   return reads_as(ts_ns) + reads_as(dur_ns) == reads_as(ts_ns + dur_ns);
 }
 
-/// After three decimals did not land (see format_duration()), the fewest
-/// more that do, and `units`, the duration in 10^-decimals microseconds.
-/// False when none up to twelve does.
-inline bool more_decimals(std::int64_t ts_ns, std::int64_t dur_ns, std::uint64_t& units, int& decimals) noexcept {
-  const double ts = reads_as(ts_ns);
-  const double end = reads_as(ts_ns + dur_ns);
+/// For a slice whose start and end read as `ts` and `end` and whose
+/// duration did not land with three decimals (see format_duration()): the
+/// fewest more decimals that do, and `units`, the duration in
+/// 10^-decimals microseconds. False when none up to twelve does.
+inline bool more_decimals(double ts, double end, std::uint64_t& units, int& decimals) noexcept {
   const double want = end - ts;  // exact: the two are within a factor of two
-  // Only a step of at most about ten of end's ulps can land: coarser ones
-  // are skipped without a try.
+  // `want` is within an ulp of `end` from the duration recorded (each of the
+  // two times read is within half an ulp of its own). A step of more than
+  // four ulps rounds it back to the three-decimal duration, which did not
+  // land: such steps are skipped without a try.
   const double ulp = end_ulp(end);
   double scale = 10000.0;
   decimals = 4;
-  for (; decimals < 12 && scale * ulp < 0.1; ++decimals) scale *= 10.0;
+  for (; decimals < 12 && scale * ulp < 0.25; ++decimals) scale *= 10.0;
   for (; decimals <= 12; ++decimals, scale *= 10.0) {
     const double scaled = want * scale;
     if (scaled >= 9007199254740992.0) break;  // 2^53: no longer exact
@@ -166,7 +167,7 @@ inline std::size_t format_duration(char (&buf)[40], std::int64_t ts_ns, std::int
   if (lands_with_three_decimals(ts_ns, dur_ns)) return format_fixed(buf, static_cast<std::uint64_t>(dur_ns), 3);
   std::uint64_t units = 0;
   int decimals = 0;
-  if (more_decimals(ts_ns, dur_ns, units, decimals)) return format_fixed(buf, units, decimals);
+  if (more_decimals(reads_as(ts_ns), reads_as(ts_ns + dur_ns), units, decimals)) return format_fixed(buf, units, decimals);
   const double want = reads_as(ts_ns + dur_ns) - reads_as(ts_ns);
   return fmt::format_to_n(buf, sizeof buf, "{}", want).size;  // shortest form that reads back as `want`
 }
@@ -185,7 +186,7 @@ inline void append_int(fmt::memory_buffer& out, std::uint64_t v) {
 /// raw_writer::microseconds().
 struct leading_digits {
   std::uint64_t key = 0;
-  char text[16] = {};  // copied whole: at most 11 digits are used
+  char text[16] = {};  // copied whole: at most 13 digits are used
   std::size_t size = 0;
 };
 
@@ -233,33 +234,31 @@ class raw_writer {
   }
   void integer(std::uint64_t v) noexcept { put_digits(fmt::format_int(v)); }
   /// Nanoseconds as microseconds with three decimals (negative: 0).
-  /// Timestamps of one trace share their leading digits: those are kept
-  /// from the last call (`high`), and only the last nine digits are made.
+  /// Timestamps written one after another mostly fall in the same
+  /// millisecond: its digits are kept from the last call (`high`), and only
+  /// the last six digits are made.
   void microseconds(std::int64_t ns, leading_digits& high) noexcept {
     if (ns < 0) ns = 0;
     const auto v = static_cast<std::uint64_t>(ns);
-    const std::uint64_t top = v / 1'000'000'000;  // above the last nine digits
-    std::uint64_t low = v % 1'000'000'000;        // us (6 digits) and ns (3)
-    if (top == 0) {
+    const std::uint64_t ms = v / 1'000'000;  // above the last six digits
+    if (ms == 0) {
       microseconds(ns);
       return;
     }
-    if (top != high.key || high.size == 0) {
-      const fmt::format_int d(top);
+    if (ms != high.key || high.size == 0) {
+      const fmt::format_int d(ms);
       std::memcpy(high.text, d.data(), d.size());
       high.size = d.size();
-      high.key = top;
+      high.key = ms;
     }
     std::memcpy(p_, high.text, sizeof high.text);
     p_ += high.size;
-    // Digit pairs from a table, computed side by side rather than in one
-    // chain of divisions.
-    const auto us = static_cast<unsigned>(low / 1000);
-    std::memcpy(p_, pair(us / 10000), 2);
-    std::memcpy(p_ + 2, pair(us / 100 % 100), 2);
-    std::memcpy(p_ + 4, pair(us % 100), 2);
-    p_ += 6;
-    fraction(static_cast<unsigned>(low % 1000));
+    const auto low = static_cast<unsigned>(v - ms * 1'000'000);  // us (3 digits) and ns (3)
+    const unsigned us = low / 1000;
+    p_[0] = static_cast<char>('0' + us / 100);
+    std::memcpy(p_ + 1, pair(us % 100), 2);
+    p_ += 3;
+    fraction(low - us * 1000);
   }
   void microseconds(std::int64_t ns) noexcept {
     if (ns < 0) ns = 0;
@@ -281,7 +280,9 @@ class raw_writer {
   /// A slice's duration, as append_duration() writes it.
   void duration(std::int64_t ts_ns, std::int64_t dur_ns) noexcept {
     // Most slices last under a second, and their three decimals land.
-    if (ts_ns >= 0 && static_cast<std::uint64_t>(dur_ns) < 1'000'000'000 && lands_with_three_decimals(ts_ns, dur_ns)) {
+    const bool usual = ts_ns >= 0 && static_cast<std::uint64_t>(dur_ns) < 1'000'000'000;
+    const double ts = reads_as(ts_ns), end = reads_as(ts_ns + dur_ns);  // as a reader gets them
+    if (usual && ts + static_cast<double>(dur_ns) / 1000.0 == end) {  // as reads_as(): a duration under a second
       const auto us = static_cast<unsigned>(dur_ns / 1000);
       if (us < 10) {
         *p_++ = static_cast<char>('0' + us);
@@ -294,12 +295,13 @@ class raw_writer {
       fraction(static_cast<unsigned>(dur_ns % 1000));
       return;
     }
-    duration_otherwise(ts_ns, dur_ns);
+    duration_otherwise(ts_ns, dur_ns, usual, ts, end);
   }
-  NPUPROF_NOINLINE void duration_otherwise(std::int64_t ts_ns, std::int64_t dur_ns) noexcept {
+  NPUPROF_NOINLINE void duration_otherwise(std::int64_t ts_ns, std::int64_t dur_ns, bool usual, double ts,
+                                           double end) noexcept {
     std::uint64_t units = 0;
     int decimals = 0;
-    if (ts_ns >= 0 && static_cast<std::uint64_t>(dur_ns) < 1'000'000'000 && more_decimals(ts_ns, dur_ns, units, decimals)) {
+    if (usual && more_decimals(ts, end, units, decimals)) {
       p_ += format_fixed(p_, units, decimals);  // within the room reserved: the bytes past it are written over next
       return;
     }

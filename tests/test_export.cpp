@@ -114,36 +114,38 @@ TEST_CASE("long registered names and domain names, escaped, in slices and counte
 }
 
 namespace {
-// Back-to-back slices, each with a child that begins with it and one that
-// ends with it, from `start` ns on: they nest as a viewer reads them.
-void check_float64_nesting(std::int64_t start) {
+struct slices {
   npuprof::trace_data data;
-  data.pid = 7;
-  data.strings = {"parent", "first child", "last child"};
-  data.domains = {"default"};
-  std::mt19937_64 random(42);
-  std::int64_t at = start;
-  auto slice = [&](std::uint32_t name, std::int64_t ts, std::int64_t dur) {
+  slices() {
+    data.pid = 7;
+    data.strings = {"parent", "first child", "last child", "next"};
+    data.domains = {"default"};
+  }
+  void add(std::uint32_t name, std::uint32_t tid, std::int64_t ts, std::int64_t dur) {
     npuprof::trace_event e;
     e.name = name;
-    e.tid = e.end_tid = 11;
+    e.tid = e.end_tid = tid;
     e.ts = ts;
     e.dur = dur;
     data.events.push_back(e);
-  };
-  for (int i = 0; i < 5000; ++i) {
-    const auto dur = static_cast<std::int64_t>(3 + random() % 5'000'000);
-    const auto child = 1 + static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(dur / 2));
-    slice(0, at, dur);
-    slice(1, at, child);
-    slice(2, at + dur - child, child);
-    at += dur;  // the next parent begins where this one ends
   }
+  // A parent with a child that begins with it and one that ends with it.
+  void family(std::uint32_t tid, std::int64_t ts, std::int64_t dur, std::int64_t child) {
+    add(0, tid, ts, dur);
+    add(1, tid, ts, child);
+    add(2, tid, ts + dur - child, child);
+  }
+};
+
+// Writes the slices of `s` (added in the order they are written: by thread,
+// then by start) and checks them as a viewer reads them.
+void check_as_read(const slices& s) {
+  const npuprof::trace_data& data = s.data;
   test::temp_dir dir;
   npuprof::detail::write_trace_view(data, (dir.path / "trace_view.json").string());
   test::trace t;
   t.events = test::read_json(dir.path / "trace_view.json");
-  REQUIRE(t.phase("X").size() == 15'000);
+  REQUIRE(t.phase("X").size() == data.events.size());
   CHECK(test::float64_nesting_violations(t) == 0);
   // Every start is written to the nanosecond (read from the text: a double
   // holds no nanoseconds at the larger magnitude).
@@ -169,6 +171,19 @@ void check_float64_nesting(std::int64_t start) {
     CHECK(static_cast<double>(std::llabs(test::to_ns(e["dur"]) - recorded.dur)) <= 1.5 * ulp_ns + 0.5);
   }
 }
+
+// Back-to-back families on one thread from `start` ns on.
+void check_float64_nesting(std::int64_t start) {
+  slices s;
+  std::mt19937_64 random(42);
+  std::int64_t at = start;
+  for (int i = 0; i < 5000; ++i) {
+    const auto dur = static_cast<std::int64_t>(3 + random() % 5'000'000);
+    s.family(11, at, dur, 1 + static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(dur / 2)));
+    at += dur;  // the next parent begins where this one ends
+  }
+  check_as_read(s);
+}
 }  // namespace
 
 TEST_CASE("slices nest when a viewer adds ts and dur as float64, at absolute timestamps") {
@@ -177,6 +192,20 @@ TEST_CASE("slices nest when a viewer adds ts and dur as float64, at absolute tim
   SUBCASE("just started") { check_float64_nesting(123); }
   SUBCASE("up for hours") { check_float64_nesting(9'912'345'678'901); }
   SUBCASE("up for months") { check_float64_nesting(12'345'678'912'345'671); }
+  SUBCASE("ranges lasting minutes, begun seconds after boot") {
+    // A slice that ends past twice its start: its end less its start, as
+    // read, is no longer exact in float64. Each family on its own thread,
+    // followed by a slice that begins where its parent ends.
+    slices s;
+    std::mt19937_64 random(7);
+    for (std::uint32_t i = 0; i < 2000; ++i) {
+      const std::int64_t ts = i == 0 ? 60'558'391'815 : 1'000'000'000 + static_cast<std::int64_t>(random() % 120'000'000'000);
+      const std::int64_t dur = i == 0 ? 551'115'688'266 : 1'000'000'000 + static_cast<std::int64_t>(random() % 900'000'000'000);
+      s.family(1000 + i, ts, dur, 1 + static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(dur / 2)));
+      s.add(3, 1000 + i, ts + dur, 1000);
+    }
+    check_as_read(s);
+  }
 }
 
 namespace {

@@ -131,26 +131,49 @@ inline bool lands_with_three_decimals(std::int64_t ts_ns, std::int64_t dur_ns) n
 /// fewest more decimals that do, and `units`, the duration in
 /// 10^-decimals microseconds. False when none up to twelve does.
 inline bool more_decimals(double ts, double end, std::uint64_t& units, int& decimals) noexcept {
-  const double want = end - ts;  // exact: the two are within a factor of two
-  // `want` is within an ulp of `end` from the duration recorded (each of the
-  // two times read is within half an ulp of its own). A step of more than
-  // four ulps rounds it back to the three-decimal duration, which did not
-  // land: such steps are skipped without a try.
+  // end - ts exactly, as the rounded difference and what rounding left out
+  // (end >= ts >= 0). The difference alone is exact only while end is at
+  // most twice ts: a slice lasting longer than the uptime it began at (a
+  // long job just after boot) is not.
+  const double want = end - ts;
+  const double rest = (end - want) - ts;
+  // The exact difference is within an ulp of `end` from the duration
+  // recorded (each of the two times read is within half an ulp of its own).
+  // A step of more than four ulps rounds it back to the three-decimal
+  // duration, which did not land: such steps are skipped without a try.
   const double ulp = end_ulp(end);
   double scale = 10000.0;
   decimals = 4;
   for (; decimals < 12 && scale * ulp < 0.25; ++decimals) scale *= 10.0;
   for (; decimals <= 12; ++decimals, scale *= 10.0) {
-    const double scaled = want * scale;
+    const double scaled = want * scale + rest * scale;
     if (scaled >= 9007199254740992.0) break;  // 2^53: no longer exact
-    // The nearest integer, inline (std::nearbyint is a library call here).
+    // The nearest integer, inline (std::nearbyint is a library call here),
+    // and its neighbours, should the scaling have rounded it astray.
     const double nearest = static_cast<double>(static_cast<std::uint64_t>(scaled + 0.5));
-    if (ts + nearest / scale == end) {
-      units = static_cast<std::uint64_t>(nearest);
+    double candidate = nearest;
+    if (ts + candidate / scale != end) candidate = nearest + 1;
+    if (ts + candidate / scale != end && nearest >= 1) candidate = nearest - 1;
+    if (ts + candidate / scale == end) {
+      units = static_cast<std::uint64_t>(candidate);
       return true;
     }
   }
   return false;
+}
+
+/// A duration that no decimal up to twelve lands with: the double nearest
+/// to end - ts that does, written in its shortest form (which reads back as
+/// it). Where no double lands (rounding near a power of two can leave
+/// none), the largest that stays short of the end: a slice may then end an
+/// ulp early as read, but never overshoots what follows it.
+inline double landing_double(double ts, double end) noexcept {
+  double x = end - ts;
+  for (int i = 0; i < 16 && ts + x > end; ++i) x = std::nextafter(x, 0.0);
+  for (int i = 0; i < 16 && ts + x < end && ts + std::nextafter(x, HUGE_VAL) <= end; ++i) {
+    x = std::nextafter(x, HUGE_VAL);
+  }
+  return x;
 }
 
 /// Writes the `dur` of a slice at `ts_ns` lasting `dur_ns` so that a reader
@@ -159,7 +182,7 @@ inline bool more_decimals(double ts, double end, std::uint64_t& units, int& deci
 /// timestamps (~1e10 us), a quarter of the sums come out an ulp off, and a
 /// viewer sees back-to-back slices overlap and nested ones outlast their
 /// parent. Three decimals when they land (most slices), else the fewest
-/// more decimals that do.
+/// more decimals that do, else a double that does (landing_double()).
 inline std::size_t format_duration(char (&buf)[40], std::int64_t ts_ns, std::int64_t dur_ns) {
   if (ts_ns < 0) ts_ns = 0;
   if (dur_ns < 0) dur_ns = 0;
@@ -167,9 +190,9 @@ inline std::size_t format_duration(char (&buf)[40], std::int64_t ts_ns, std::int
   if (lands_with_three_decimals(ts_ns, dur_ns)) return format_fixed(buf, static_cast<std::uint64_t>(dur_ns), 3);
   std::uint64_t units = 0;
   int decimals = 0;
-  if (more_decimals(reads_as(ts_ns), reads_as(ts_ns + dur_ns), units, decimals)) return format_fixed(buf, units, decimals);
-  const double want = reads_as(ts_ns + dur_ns) - reads_as(ts_ns);
-  return fmt::format_to_n(buf, sizeof buf, "{}", want).size;  // shortest form that reads back as `want`
+  const double ts = reads_as(ts_ns), end = reads_as(ts_ns + dur_ns);
+  if (more_decimals(ts, end, units, decimals)) return format_fixed(buf, units, decimals);
+  return fmt::format_to_n(buf, sizeof buf, "{}", landing_double(ts, end)).size;
 }
 
 inline void append_duration(fmt::memory_buffer& out, std::int64_t ts_ns, std::int64_t dur_ns) {
@@ -277,8 +300,10 @@ class raw_writer {
     *p_++ = 'x';
     while (n > 0) *p_++ = digits[--n];
   }
-  /// A slice's duration, as append_duration() writes it.
-  void duration(std::int64_t ts_ns, std::int64_t dur_ns) noexcept {
+  /// A slice's duration, as append_duration() writes it. False where no
+  /// duration lands on the end as read (see landing_double()): `read_end`
+  /// is then where the slice ends as read, just before.
+  bool duration(std::int64_t ts_ns, std::int64_t dur_ns, double& read_end) noexcept {
     // Most slices last under a second, and their three decimals land.
     const bool usual = ts_ns >= 0 && static_cast<std::uint64_t>(dur_ns) < 1'000'000'000;
     const double ts = reads_as(ts_ns), end = reads_as(ts_ns + dur_ns);  // as a reader gets them
@@ -293,20 +318,34 @@ class raw_writer {
         integer(us);
       }
       fraction(static_cast<unsigned>(dur_ns % 1000));
-      return;
+      return true;
     }
-    duration_otherwise(ts_ns, dur_ns, usual, ts, end);
+    return duration_to(ts_ns, dur_ns, usual ? &end : nullptr, read_end);
   }
-  NPUPROF_NOINLINE void duration_otherwise(std::int64_t ts_ns, std::int64_t dur_ns, bool usual, double ts,
-                                           double end) noexcept {
+  /// As duration(); where `target` is given, the duration lands on it
+  /// instead, without trying three decimals: the slice's own end when the
+  /// caller tried them, or the end as read of an enclosing slice that ends
+  /// at the same nanosecond but could not land on it.
+  NPUPROF_NOINLINE bool duration_to(std::int64_t ts_ns, std::int64_t dur_ns, const double* target,
+                                    double& read_end) noexcept {
+    ts_ns = std::max<std::int64_t>(ts_ns, 0);
+    dur_ns = std::max<std::int64_t>(dur_ns, 0);
+    const double ts = reads_as(ts_ns), end = target != nullptr ? *target : reads_as(ts_ns + dur_ns);
+    // Within the room reserved: the bytes past what format_fixed() makes are written over next.
+    if (target == nullptr && lands_with_three_decimals(ts_ns, dur_ns)) {
+      p_ += format_fixed(p_, static_cast<std::uint64_t>(dur_ns), 3);
+      return true;
+    }
     std::uint64_t units = 0;
     int decimals = 0;
-    if (usual && more_decimals(ts, end, units, decimals)) {
-      p_ += format_fixed(p_, units, decimals);  // within the room reserved: the bytes past it are written over next
-      return;
+    if (more_decimals(ts, end, units, decimals)) {
+      p_ += format_fixed(p_, units, decimals);
+      return true;
     }
-    char buf[40] = {};
-    put(std::string_view(buf, format_duration(buf, ts_ns, dur_ns)));
+    const double x = landing_double(ts, end);
+    p_ = fmt::format_to(p_, "{}", x);  // the shortest form, which reads back as x
+    read_end = ts + x;
+    return read_end == end;
   }
   /// Ends the raw writing: the buffer's size covers what was written.
   void done() noexcept { out_.try_resize(static_cast<std::size_t>(p_ - out_.data())); }
@@ -641,7 +680,7 @@ class trace_view_writer {
     w.microseconds(e.ts, high_);
     if (slice) {
       w.literal(",\"dur\":");
-      w.duration(e.ts, e.dur);
+      slice_duration(w, e, track);
     }
     w.put(tail);
     if (e.stream != 0) {
@@ -657,6 +696,47 @@ class trace_view_writer {
     if (e.began_before_window) w.literal(",\"began_before_window\":true");
     w.literal("}}");
     w.done();
+  }
+
+  // A slice that ended short of its end as read (see slice_duration()).
+  struct short_end {
+    std::uint32_t track;
+    std::int64_t end_ns;
+    double read_end;  // just before end_ns as read
+  };
+
+  // A slice's duration. Where no duration lands on its end as read (a slice
+  // lasting longer than the uptime it began at can meet that: rounding ties
+  // leave no double), it ends just before, and the slices inside it that
+  // end at the same nanosecond (written after it: by start) end there too,
+  // so that they still nest as read.
+  NPUPROF_ALWAYS_INLINE void slice_duration(raw_writer& w, const trace_event& e, std::uint32_t track) {
+    double read_end = 0;
+    if (NPUPROF_UNLIKELY(!short_ends_.empty())) {
+      if (short_end* outer = short_end_of(e, track)) {
+        if (!w.duration_to(e.ts, e.dur, &outer->read_end, read_end)) outer->read_end = read_end;
+        return;
+      }
+    }
+    if (!w.duration(e.ts, e.dur, read_end)) short_ends_.push_back({track, e.ts + e.dur, read_end});
+  }
+
+  // The slice `e` ends inside of that ended short, if any. Those that ended
+  // before `e` begins, or on another track, are let go: a track's slices are
+  // written together, by start.
+  NPUPROF_COLD short_end* short_end_of(const trace_event& e, std::uint32_t track) {
+    short_end* found = nullptr;
+    for (std::size_t i = 0; i < short_ends_.size();) {
+      short_end& s = short_ends_[i];
+      if (s.track != track || s.end_ns <= e.ts) {
+        s = short_ends_.back();
+        short_ends_.pop_back();
+        continue;
+      }
+      if (s.end_ns == e.ts + e.dur) found = &s;
+      ++i;
+    }
+    return found;
   }
 
   // The texts before and after the times of an event: those of the event
@@ -858,6 +938,7 @@ class trace_view_writer {
   const padded_text* tail_ = nullptr;
   std::uint32_t texts_name_ = 0;
   std::uint64_t texts_key_ = 0;
+  std::vector<short_end> short_ends_;      // see slice_duration()
   std::vector<span> open_;                 // slices open on the current thread's track
   std::uint64_t overlapping_ranges_ = 0;
   std::vector<trace_event> moved_;         // slices that leave their thread's track

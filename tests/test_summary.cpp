@@ -140,6 +140,35 @@ TEST_CASE("summary cells that a spreadsheet would run are neutralised and parse 
   CHECK(seen.count("a \"quoted\", name") == 1);
 }
 
+TEST_CASE("summary names and domains are valid UTF-8, spelled as the trace spells them") {
+  test::temp_dir dir;
+  const std::string name = "bad \xff byte, cut \xc3";
+  const std::string domain = "dom\xfe\xc0" "ain";
+  auto t = test::record(test::config_in(dir), [&] {
+    npuprof::scoped_range<> a{name};
+    npuprof::scoped_range b{npuprof::domain_by_name(domain), "in the odd domain"};
+  });
+  const std::string text = test::read_text(t.dir / "range_summary.csv");
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    CHECK_MESSAGE((byte < 0xc0 || byte == 0xef), "a byte that starts no valid sequence here: " << int{byte});
+  }
+  const auto rows = read_csv(t.dir / "range_summary.csv");
+  std::set<std::string> names, domains;
+  for (std::size_t i = 1; i < rows.size(); ++i) {
+    REQUIRE(rows[i].size() == 11);
+    domains.insert(rows[i][0]);
+    names.insert(rows[i][1]);
+  }
+  const auto slices = t.phase("X");
+  REQUIRE(slices.size() == 2);
+  for (const json& e : slices) {
+    CHECK(names.count(e["name"].get<std::string>()) == 1);
+    CHECK(domains.count(e["args"]["domain"].get<std::string>()) == 1);
+  }
+  CHECK(names.count("bad \xef\xbf\xbd byte, cut \xef\xbf\xbd") == 1);
+}
+
 TEST_CASE("durations longer than 4.3 s are summed and ranked with the short ones") {
   // Short durations are kept in four bytes, longer ones apart: the
   // statistics must not see the difference.

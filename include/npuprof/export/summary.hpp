@@ -17,15 +17,18 @@
 #include <fmt/format.h>
 
 #include "../trace_data.hpp"
+#include "json_escape.hpp"
 
 namespace npuprof {
 NPUPROF_ABI_BEGIN
 namespace detail {
 
-/// A CSV cell: quoted, quotes doubled, and text that a spreadsheet would run
-/// as a formula (starting with =, +, -, @, tab or carriage return) prefixed
-/// with a single quote.
-inline std::string csv_cell(std::string_view text) {
+/// A CSV cell: valid UTF-8 as trace_view.json spells it (each byte that
+/// starts no valid sequence is U+FFFD), quoted, quotes doubled, and text
+/// that a spreadsheet would run as a formula (starting with =, +, -, @, tab
+/// or carriage return) prefixed with a single quote.
+inline std::string csv_cell(std::string_view raw) {
+  const std::string text = valid_utf8(raw);
   std::string out = "\"";
   if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos) out += '\'';
   for (char c : text) {

@@ -206,6 +206,25 @@ TEST_CASE("slices nest when a viewer adds ts and dur as float64, at absolute tim
     }
     check_as_read(s);
   }
+  SUBCASE("ranges lasting months, ending where a double holds no nanoseconds") {
+    // Parents whose end no duration lands on, each with a child that ends
+    // one nanosecond earlier (which reads as the same double as the end)
+    // and a slice that begins at the end.
+    slices s;
+    const std::int64_t parents[][2] = {{1'614'816'023'661'378, 11'400'000'806'957'436},
+                                       {1'993'247'529'028'337, 11'400'000'436'529'217},
+                                       {1'226'691'005'915'755, 11'400'000'491'360'448},
+                                       {1'987'691'755'805'624, 11'400'000'832'394'604}};
+    std::uint32_t tid = 100;
+    for (const auto& p : parents) {
+      const std::int64_t ts = p[0], end = p[1];
+      s.add(0, tid, ts, end - ts);
+      s.add(1, tid, end - 5000, 4999);
+      s.add(3, tid, end, 1000);
+      ++tid;
+    }
+    check_as_read(s);
+  }
 }
 
 namespace {

@@ -707,9 +707,9 @@ class trace_view_writer {
 
   // A slice's duration. Where no duration lands on its end as read (a slice
   // lasting longer than the uptime it began at can meet that: rounding ties
-  // leave no double), it ends just before, and the slices inside it that
-  // end at the same nanosecond (written after it: by start) end there too,
-  // so that they still nest as read.
+  // leave no double), it ends just before, and the slices inside it whose
+  // ends read as later (written after it: by start) end there too, so that
+  // they still nest as read.
   NPUPROF_ALWAYS_INLINE void slice_duration(raw_writer& w, const trace_event& e, std::uint32_t track) {
     double read_end = 0;
     if (NPUPROF_UNLIKELY(!short_ends_.empty())) {
@@ -721,11 +721,13 @@ class trace_view_writer {
     if (!w.duration(e.ts, e.dur, read_end)) short_ends_.push_back({track, e.ts + e.dur, read_end});
   }
 
-  // The slice `e` ends inside of that ended short, if any. Those that ended
-  // before `e` begins, or on another track, are let go: a track's slices are
-  // written together, by start.
+  // Of the slices that ended short and hold `e` (on its track, ending after
+  // it begins: a track's slices are written together, by start), the one
+  // whose end as read comes first, if `e` as read would end after it. The
+  // others are let go.
   NPUPROF_COLD short_end* short_end_of(const trace_event& e, std::uint32_t track) {
     short_end* found = nullptr;
+    const double end = reads_as(std::max<std::int64_t>(e.ts, 0) + std::max<std::int64_t>(e.dur, 0));
     for (std::size_t i = 0; i < short_ends_.size();) {
       short_end& s = short_ends_[i];
       if (s.track != track || s.end_ns <= e.ts) {
@@ -733,7 +735,7 @@ class trace_view_writer {
         short_ends_.pop_back();
         continue;
       }
-      if (s.end_ns == e.ts + e.dur) found = &s;
+      if (end > s.read_end && (found == nullptr || s.read_end < found->read_end)) found = &s;
       ++i;
     }
     return found;

@@ -127,7 +127,7 @@ inline bool lands_with_three_decimals(std::int64_t ts_ns, std::int64_t dur_ns) n
 }
 
 /// For a slice whose start and end read as `ts` and `end` and whose
-/// duration did not land with three decimals (see format_duration()): the
+/// duration did not land with three decimals (see write_duration()): the
 /// fewest more decimals that do, and `units`, the duration in
 /// 10^-decimals microseconds. False when none up to twelve does.
 inline bool more_decimals(double ts, double end, std::uint64_t& units, int& decimals) noexcept {
@@ -164,9 +164,9 @@ inline bool more_decimals(double ts, double end, std::uint64_t& units, int& deci
 
 /// A duration that no decimal up to twelve lands with: the double nearest
 /// to end - ts that does, written in its shortest form (which reads back as
-/// it). Where no double lands (rounding near a power of two can leave
-/// none), the largest that stays short of the end: a slice may then end an
-/// ulp early as read, but never overshoots what follows it.
+/// it). Where no double lands (rounding ties can leave none), the largest
+/// that stays short of the end: a slice may then end an ulp early as read,
+/// but never overshoots what follows it.
 inline double landing_double(double ts, double end) noexcept {
   double x = end - ts;
   for (int i = 0; i < 16 && ts + x > end; ++i) x = std::nextafter(x, 0.0);
@@ -176,28 +176,47 @@ inline double landing_double(double ts, double end) noexcept {
   return x;
 }
 
-/// Writes the `dur` of a slice at `ts_ns` lasting `dur_ns` so that a reader
-/// adding ts and dur as float64 (every JSON viewer does) lands exactly on
-/// the double the slice's end time reads as. Otherwise, at absolute
-/// timestamps (~1e10 us), a quarter of the sums come out an ulp off, and a
-/// viewer sees back-to-back slices overlap and nested ones outlast their
-/// parent. Three decimals when they land (most slices), else the fewest
-/// more decimals that do, else a double that does (landing_double()).
-inline std::size_t format_duration(char (&buf)[40], std::int64_t ts_ns, std::int64_t dur_ns) {
-  if (ts_ns < 0) ts_ns = 0;
-  if (dur_ns < 0) dur_ns = 0;
-  static_assert(sizeof buf >= fixed_block, "format_fixed() writes a block");
-  if (lands_with_three_decimals(ts_ns, dur_ns)) return format_fixed(buf, static_cast<std::uint64_t>(dur_ns), 3);
+/// What write_duration() wrote: its bytes, and whether the duration lands
+/// on the end aimed at; where not, where it ends as read (just before).
+struct written_duration {
+  std::size_t size;
+  bool landed;
+  double read_end;
+};
+
+/// Bytes write_duration() may write, whatever the duration.
+inline constexpr std::size_t duration_room = 32;
+
+/// Writes at `to` the `dur` of a slice at `ts_ns` lasting `dur_ns` so that
+/// a reader adding ts and dur as float64 (every JSON viewer does) lands
+/// exactly on the double the slice's end time reads as, or on `*target`
+/// where given (three decimals are then not tried: the caller did, or it
+/// aims at the end as read of an enclosing slice that could not land on
+/// its own). Otherwise, at absolute timestamps (~1e10 us), a quarter of the
+/// sums come out an ulp off, and a viewer sees back-to-back slices overlap
+/// and nested ones outlast their parent. Three decimals when they land
+/// (most slices), else the fewest more decimals that do, else a double that
+/// does (landing_double()).
+inline written_duration write_duration(char* to, std::int64_t ts_ns, std::int64_t dur_ns,
+                                       const double* target = nullptr) noexcept {
+  static_assert(duration_room >= fixed_block && duration_room >= 24, "a block, or the longest shortest double");
+  ts_ns = std::max<std::int64_t>(ts_ns, 0);
+  dur_ns = std::max<std::int64_t>(dur_ns, 0);
+  if (target == nullptr && lands_with_three_decimals(ts_ns, dur_ns)) {
+    return {format_fixed(to, static_cast<std::uint64_t>(dur_ns), 3), true, 0};
+  }
+  const double ts = reads_as(ts_ns), end = target != nullptr ? *target : reads_as(ts_ns + dur_ns);
   std::uint64_t units = 0;
   int decimals = 0;
-  const double ts = reads_as(ts_ns), end = reads_as(ts_ns + dur_ns);
-  if (more_decimals(ts, end, units, decimals)) return format_fixed(buf, units, decimals);
-  return fmt::format_to_n(buf, sizeof buf, "{}", landing_double(ts, end)).size;
+  if (more_decimals(ts, end, units, decimals)) return {format_fixed(to, units, decimals), true, 0};
+  const double x = landing_double(ts, end);
+  const auto size = static_cast<std::size_t>(fmt::format_to(to, "{}", x) - to);  // the shortest form: reads back as x
+  return {size, ts + x == end, ts + x};
 }
 
 inline void append_duration(fmt::memory_buffer& out, std::int64_t ts_ns, std::int64_t dur_ns) {
-  char buf[40];
-  out.append(buf, buf + format_duration(buf, ts_ns, dur_ns));
+  char buf[duration_room];
+  out.append(buf, buf + write_duration(buf, ts_ns, dur_ns).size);
 }
 
 inline void append_int(fmt::memory_buffer& out, std::uint64_t v) {
@@ -322,30 +341,14 @@ class raw_writer {
     }
     return duration_to(ts_ns, dur_ns, usual ? &end : nullptr, read_end);
   }
-  /// As duration(); where `target` is given, the duration lands on it
-  /// instead, without trying three decimals: the slice's own end when the
-  /// caller tried them, or the end as read of an enclosing slice that ends
-  /// at the same nanosecond but could not land on it.
+  /// As duration(), through write_duration() (see there for `target`).
   NPUPROF_NOINLINE bool duration_to(std::int64_t ts_ns, std::int64_t dur_ns, const double* target,
                                     double& read_end) noexcept {
-    ts_ns = std::max<std::int64_t>(ts_ns, 0);
-    dur_ns = std::max<std::int64_t>(dur_ns, 0);
-    const double ts = reads_as(ts_ns), end = target != nullptr ? *target : reads_as(ts_ns + dur_ns);
-    // Within the room reserved: the bytes past what format_fixed() makes are written over next.
-    if (target == nullptr && lands_with_three_decimals(ts_ns, dur_ns)) {
-      p_ += format_fixed(p_, static_cast<std::uint64_t>(dur_ns), 3);
-      return true;
-    }
-    std::uint64_t units = 0;
-    int decimals = 0;
-    if (more_decimals(ts, end, units, decimals)) {
-      p_ += format_fixed(p_, units, decimals);
-      return true;
-    }
-    const double x = landing_double(ts, end);
-    p_ = fmt::format_to(p_, "{}", x);  // the shortest form, which reads back as x
-    read_end = ts + x;
-    return read_end == end;
+    // Within the room reserved: bytes past the duration are written over next.
+    const written_duration d = write_duration(p_, ts_ns, dur_ns, target);
+    p_ += d.size;
+    if (!d.landed) read_end = d.read_end;
+    return d.landed;
   }
   /// Ends the raw writing: the buffer's size covers what was written.
   void done() noexcept { out_.try_resize(static_cast<std::size_t>(p_ - out_.data())); }

@@ -13,6 +13,9 @@
 // again (it reads MSTX_INJECTION_PATH on its first call): that nested
 // InitInjectionMstx declines, and npuprof does not forward to it.
 #include <npuprof/session.hpp>
+#ifdef NPUPROF_MSTX_DATABASE
+#include <npuprof/database.hpp>  // export_type "db"
+#endif
 
 #include <atomic>
 #include <cstdio>

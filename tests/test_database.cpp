@@ -157,7 +157,7 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
   for (const auto& r : db.rows(joined + "WHERE m.eventType = 2 AND s.value != 'handed over'")) {
     db_slices.emplace(low_tid(r[0]), r[1], r[2], std::stoll(r[3]));
   }
-  for (const auto& r : db.rows(joined + "WHERE m.eventType = 0")) {
+  for (const auto& r : db.rows(joined + "WHERE m.eventType = 3")) {  // marker_ex: msprof's type of mstx marks
     CHECK(r[3] == "0");
     db_marks.emplace(low_tid(r[0]), r[1], r[2]);
   }
@@ -165,7 +165,19 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
   CHECK(db_slices == json_slices);
   CHECK(json_marks.size() == 51);
   CHECK(db_marks == json_marks);
-  CHECK(db.number("SELECT COUNT(*) FROM MSTX_EVENTS WHERE eventType NOT IN (0, 2)") == 0);
+  CHECK(db.number("SELECT COUNT(*) FROM MSTX_EVENTS WHERE eventType NOT IN (2, 3)") == 0);
+
+  // Every mstx event has its own connection id, from msprof's first one on;
+  // device events share theirs. Each mark is also a PYTORCH_API call linked
+  // to it through CONNECTION_IDS, as torch_npu records mstx calls.
+  CHECK(db.number("SELECT COUNT(DISTINCT connectionId) FROM MSTX_EVENTS") == db.number("SELECT COUNT(*) FROM MSTX_EVENTS"));
+  CHECK(db.number("SELECT MIN(connectionId) FROM MSTX_EVENTS") == 4000000001);
+  const auto api = db.rows(
+      "SELECT CAST(a.startNs AS INTEGER) = m.startNs, a.globalTid = m.globalTid, a.name = m.message, a.type "
+      "FROM PYTORCH_API a JOIN CONNECTION_IDS c ON c.id = a.connectionId JOIN MSTX_EVENTS m ON m.connectionId = c.connectionId");
+  CHECK(api.size() == 51);
+  for (const auto& r : api) CHECK(r == names{"1", "1", "1", "50004"});
+  CHECK(db.number("SELECT COUNT(*) FROM PYTORCH_API") == 51);
 
   // msprof's globalTid: the process id above the thread id.
   const auto pid = static_cast<std::uint64_t>(::getpid());
@@ -246,7 +258,7 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
   CHECK(linked_names.count("on device") == 5);
   CHECK(linked_names.count("device mark") == 1);
   CHECK(db.number("SELECT COUNT(DISTINCT connectionId) FROM TASK") == 6);
-  CHECK(db.number("SELECT COUNT(*) FROM MSTX_EVENTS WHERE connectionId != 4294967295") == 6);
+  CHECK(db.number("SELECT COUNT(*) FROM MSTX_EVENTS m JOIN TASK t ON t.connectionId = m.connectionId") == 6);
 
   // Counters, threads, metadata.
   CHECK(db.number("SELECT COUNT(*) FROM NPUPROF_COUNTERS") == static_cast<std::int64_t>(t.phase("C").size()));
@@ -261,7 +273,13 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
   }
   CHECK(db_threads.at(worker_tid) == "worker \"one\"");
   for (const auto& entry : db_threads) CHECK(json_threads.at(entry.first) == entry.second);
-  CHECK(db.rows("SELECT value FROM META_DATA WHERE name = 'trace_id'") == std::vector<names>{{t.meta["trace_id"].get<std::string>()}});
+  // META_DATA as torch_npu fills it: msprof's schema version, then each
+  // metadata entry as JSON.
+  CHECK(db.rows("SELECT value FROM META_DATA WHERE name = 'trace_id'") == std::vector<names>{{t.meta["trace_id"].dump()}});
+  CHECK(db.rows("SELECT value FROM META_DATA WHERE name LIKE 'SCHEMA_VERSION%' ORDER BY name") ==
+        std::vector<names>{{"1.2.0"}, {"1"}, {"0"}, {"2"}});  // full, major, micro, minor
+  // The device, as the (simulated) runtime names it.
+  CHECK(db.rows("SELECT id, name FROM NPU_INFO") == std::vector<names>{{"0", "simulated NPU (npuprof)"}});
   const auto counts = json::parse(db.rows("SELECT value FROM META_DATA WHERE name = 'counts'").at(0).at(0));
   CHECK(counts["dropped_events"] == t.meta["counts"]["dropped_events"]);
   CHECK(db.rows("SELECT hostName FROM HOST_INFO") == std::vector<names>{{t.meta["hostname"].get<std::string>()}});
@@ -416,7 +434,7 @@ TEST_CASE("invalid UTF-8 in messages, names and metadata is stored as the JSON h
   CHECK(user == t.meta["user"]);
   CHECK(user["note"] == "bad\xEF\xBF\xBD");
   CHECK(db.rows("SELECT value FROM META_DATA WHERE name = 'trace_id'") ==
-        std::vector<std::vector<std::string>>{{t.meta["trace_id"].get<std::string>()}});
+        std::vector<std::vector<std::string>>{{t.meta["trace_id"].dump()}});
   // The counts are profiler_metadata.json's, but for the JSON's tracks.
   json counts = t.meta["counts"];
   counts.erase("overlapping_ranges");

@@ -2,8 +2,10 @@
 // config errors, checked step by step against torch_npu's semantics.
 #include "support.hpp"
 
+#include <algorithm>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -212,4 +214,74 @@ TEST_CASE("a cycle that begins while threads record has no hole: what is thrown 
     }
   }
   CHECK(marks > 1000);
+}
+
+namespace {
+
+// The ProfilerStep#N slices of a trace, by start, as (N, start, end) in ns.
+std::vector<std::tuple<long, std::int64_t, std::int64_t>> step_slices(const test::trace& t) {
+  std::vector<std::tuple<long, std::int64_t, std::int64_t>> out;
+  for (const auto& e : t.phase("X")) {
+    const std::string name = e["name"];
+    if (name.rfind("ProfilerStep#", 0) != 0) continue;
+    CHECK(e["args"]["domain"] == "steps");
+    CHECK(t.thread_name(e["tid"].get<std::uint64_t>()) == "Steps");
+    const std::int64_t ts = test::to_ns(e["ts"]);
+    out.emplace_back(std::stol(name.substr(13)), ts, ts + test::to_ns(e["dur"]));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return std::get<1>(a) < std::get<1>(b); });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("steps are ProfilerStep#N slices from one step() to the next, holding what was recorded in them") {
+  test::temp_dir dir;
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  for (int i = 0; i < 3; ++i) {
+    { NPUPROF_RANGE(npuprof::default_domain, "work"); }
+    s.step();
+  }
+  { NPUPROF_RANGE(npuprof::default_domain, "work"); }
+  const auto t = test::load(s.stop());
+  const auto steps = step_slices(t);
+  REQUIRE(steps.size() == 4);  // three ended by step(), the last by stop()
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    CHECK(std::get<0>(steps[i]) == static_cast<long>(i));
+    CHECK(std::get<1>(steps[i]) < std::get<2>(steps[i]));
+    if (i > 0) CHECK(std::get<1>(steps[i]) == std::get<2>(steps[i - 1]));  // one after another
+  }
+  // Each "work" range lies in its own step.
+  std::vector<long> work_steps;
+  for (const auto& w : t.named("work", "X")) {
+    const std::int64_t ts = test::to_ns(w["ts"]), end = ts + test::to_ns(w["dur"]);
+    for (const auto& [id, from, to] : steps) {
+      if (from <= ts && end <= to) work_steps.push_back(id);
+    }
+  }
+  std::sort(work_steps.begin(), work_steps.end());
+  CHECK(work_steps == std::vector<long>{0, 1, 2, 3});
+  CHECK(t.meta["steps"] == test::json{{"first", 0}, {"last", 3}});
+  test::check_nesting(t);
+}
+
+TEST_CASE("a program that never calls step() has no steps") {
+  test::temp_dir dir;
+  const auto t = test::record(test::config_in(dir), [] { NPUPROF_RANGE(npuprof::default_domain, "work"); });
+  CHECK(step_slices(t).empty());
+  CHECK_FALSE(t.meta.contains("steps"));
+}
+
+TEST_CASE("a schedule cycle holds its recording steps only, as torch_npu numbers them") {
+  test::temp_dir dir;
+  const npuprof::schedule sched{/*wait*/ 1, /*active*/ 2, /*warmup*/ 1, /*repeat*/ 1, /*skip_first*/ 0};
+  using A = step_action;
+  const schedule_run run = run_steps(dir, sched, {A::none, A::warmup, A::record, A::record_and_save, A::none});
+  REQUIRE(run.written.size() == 1);
+  const auto steps = step_slices(test::load(run.written[0]));
+  REQUIRE(steps.size() == 2);
+  CHECK(std::get<0>(steps[0]) == 2);
+  CHECK(std::get<0>(steps[1]) == 3);
+  CHECK(std::get<1>(steps[1]) == std::get<2>(steps[0]));
 }

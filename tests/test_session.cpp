@@ -76,7 +76,7 @@ TEST_CASE("one session at a time; stop needs a running session") {
   CHECK(t.count("in b") == 1);
 }
 
-TEST_CASE("the output directory is named {worker}_{pid}_{timestamp}_npuprof") {
+TEST_CASE("the output directory is named {worker}_{pid}_{timestamp}_ascend_pt, as torch_npu names its own") {
   test::temp_dir dir;
   auto cfg = test::config_in(dir);
   cfg.worker_name = "rank3";
@@ -85,7 +85,7 @@ TEST_CASE("the output directory is named {worker}_{pid}_{timestamp}_npuprof") {
   const auto out = s.stop();
   CHECK(out.parent_path() == test::fs::absolute(dir.path));
   CHECK(out.is_absolute());
-  const std::regex pattern("rank3_" + std::to_string(::getpid()) + "_[0-9]{17}_npuprof");
+  const std::regex pattern("rank3_" + std::to_string(::getpid()) + "_[0-9]{17}_ascend_pt");
   CHECK_MESSAGE(std::regex_match(out.filename().string(), pattern), out);
   CHECK(std::filesystem::exists(out / "trace_view.json"));
   CHECK(std::filesystem::exists(out / "profiler_metadata.json"));
@@ -239,7 +239,7 @@ namespace {
 std::string stamp_of(const test::fs::path& dir) {
   std::smatch m;
   const std::string name = dir.filename().string();
-  REQUIRE_MESSAGE(std::regex_search(name, m, std::regex("_([0-9]{17})(_[0-9]+)?_npuprof$")), name);
+  REQUIRE_MESSAGE(std::regex_search(name, m, std::regex("_([0-9]{17})_ascend_pt$")), name);
   return m[1];
 }
 
@@ -283,15 +283,24 @@ TEST_CASE("1500 dumps of one running session all succeed, each into its own dire
   CHECK(test::load(last).count("m") == 1500);
 }
 
-TEST_CASE("names of one millisecond get a counter, with no limit on how many") {
+TEST_CASE("names of one millisecond get a counter on the pid, with no limit on how many") {
   test::temp_dir dir;
   const std::int64_t when = npuprof::wall_ns();
   const std::string plain = npuprof::detail::output_dir_name("w", 7, when);
-  const std::string stem = plain.substr(0, plain.size() - std::string("_npuprof").size());
+  const std::string tail = plain.substr(std::string("w_7").size());  // _{timestamp}_ascend_pt
   for (int i = 0; i < 5000; ++i) {
     npuprof::detail::output_directory out = npuprof::detail::make_output_dir(dir.path.string(), "w", 7, when);
-    REQUIRE(out.path().filename() == (i == 0 ? plain : stem + "_" + std::to_string(i) + "_npuprof"));
+    REQUIRE(out.path().filename() == (i == 0 ? plain : "w_7." + std::to_string(i) + tail));
     REQUIRE(test::fs::is_directory(out.path()));
+    // The Ascend tools read the third field from the end, split on '_', as the time.
+    const std::string name = out.path().filename().string();
+    std::vector<std::string> fields;
+    for (std::size_t at = 0, next; at <= name.size(); at = next + 1) {
+      next = std::min(name.find('_', at), name.size());
+      fields.push_back(name.substr(at, next - at));
+    }
+    REQUIRE(fields.size() >= 3);
+    REQUIRE(fields[fields.size() - 3] == stamp_of(out.path()));
   }
   CHECK(outputs_in(dir).size() == 5000);
 }
@@ -327,7 +336,7 @@ TEST_CASE("a file or a symlink at a predicted name is passed over, never followe
   npuprof::mark("written");
   const auto written = s.stop();
   CHECK_MESSAGE(written.filename().string().size() > 10, written);
-  CHECK(written.filename().string().substr(written.filename().string().size() - 10) == "_1_npuprof");
+  CHECK_MESSAGE(written.filename().string().rfind("planted_" + std::to_string(::getpid()) + ".1_", 0) == 0, written);
   CHECK(test::fs::is_directory(test::fs::symlink_status(written)));
   CHECK(test::load(written).count("written") == 1);
   // Nothing went where the symlinks point.
@@ -357,7 +366,7 @@ TEST_CASE("output directories are 0750 and their files 0640, whatever the umask"
     CHECK((st.st_mode & 07777) == 0640);
     ++files;
   }
-  CHECK(files == 3);
+  CHECK(files == 4);  // trace_view.json, profiler_metadata.json, range_summary.csv, profiler_info.json
 }
 
 TEST_CASE("files are created only anew, never through a symlink; a directory swapped for a symlink is not followed") {

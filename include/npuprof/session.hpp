@@ -219,6 +219,8 @@ class session {
   std::shared_ptr<detail::collected> collect(clock_point from, clock_point end, const detail::device_times* device,
                                              bool take_counts, std::uint64_t open_scoped);
   void finish_collection(detail::collected& c, std::int64_t end_ns, detail::eviction evicted);
+  void end_step(std::int64_t now_ns);
+  std::vector<step_span> steps_so_far(bool with_current, std::int64_t end_ns) const;
   void keep_collected(std::shared_ptr<detail::collected> c);
   std::filesystem::path write_data(const detail::collected& c, const std::string& parent);
   bool wants_export(std::string_view type) const {
@@ -247,7 +249,14 @@ class session {
     int dumps = 0;
     std::string stop_reason = "stop";
     std::uint64_t drops_taken = 0;  // drops counted into earlier cycles or cleared, for live metrics (guarded by control)
+    // Steps, once step() was called (guarded by control): the ended ones,
+    // the latest max_kept_steps of them, and when the current one began.
+    bool stepped = false;
+    std::deque<step_span> steps;
+    std::uint64_t steps_let_go = 0;
+    std::int64_t step_began_ns = 0;
   };
+  static constexpr std::size_t max_kept_steps = std::size_t{1} << 16;
   run_state run_;
   detail::schedule_driver steps_;  // restarted by start()
   // Serialises dumps with everything that recycles segments. Taken before
@@ -383,6 +392,7 @@ inline void session::start() {
   run_.start_point = run_.cut_point = sample_clock();
   run_.stale_before = run_.start_point.ticks;
   run_.wall_start = wall_ns() - (steady_ns() - run_.start_point.steady);
+  run_.step_began_ns = run_.start_point.steady;
   steps_ = detail::schedule_driver(cfg_.schedule);
   records_.reset_eviction();
   metrics_ = std::move(metrics);
@@ -514,6 +524,8 @@ inline std::filesystem::path session::stop() {
       auto c = collect(run_.cut_point, end, device_ != nullptr ? &device_times_ : nullptr, true,
                        records_.open_scoped());
       records_.move_into(*c);
+      c->header.steps = steps_so_far(true, end.steady);
+      c->header.steps_not_kept = run_.steps_let_go;
       if (steps_.scheduled()) c->header.collection = steps_.cycle_note(true);
       if (!steps_.scheduled()) c->header.collection["reason"] = run_.stop_reason;  // stop, exit, terminate, ...
       finish_collection(*c, end.steady, records_.evicted());
@@ -563,6 +575,7 @@ inline void session::step() {
     detail::process_state& st = detail::state();
     std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: step(): the session is not running");
+    end_step(steady_ns());
     const detail::step_change change = steps_.advance();
     if (!steps_.scheduled()) return;
     if (!change.resumes()) st.domains.set_recording(detail::records(change.begins));
@@ -573,6 +586,8 @@ inline void session::step() {
       const clock_point end = sample_clock();
       cycle = collect(run_.cut_point, end, device_ != nullptr ? &device : nullptr, true, records_.open_scoped());
       records_.move_into(*cycle);
+      cycle->header.steps = steps_so_far(false, end.steady);
+      cycle->header.steps_not_kept = run_.steps_let_go;
       cycle->header.collection = steps_.cycle_note(false);
       finish_collection(*cycle, end.steady, records_.evicted());
       run_.cut_point = end;
@@ -606,6 +621,8 @@ inline std::filesystem::path session::dump(const std::string& reason) {
   clock_point from{}, cut{}, end{};
   detail::eviction evicted;
   std::uint64_t open_scoped = 0;
+  std::vector<step_span> steps;
+  std::uint64_t steps_not_kept = 0;
   {
     std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: cannot dump: the session is not running");
@@ -640,6 +657,8 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     if (device_ != nullptr) device = device_->snapshot();
     from = run_.cut_point;
     end = sample_clock();
+    steps = steps_so_far(true, end.steady);
+    steps_not_kept = run_.steps_let_go;
     evicted = records_.evicted();
     records_.reading_begins();
   }
@@ -661,6 +680,8 @@ inline std::filesystem::path session::dump(const std::string& reason) {
   c->segments.assign(taken.begin(), taken.end());
   c->storage = std::move(live);  // the copies' records stay where the segments point
   c->header.end_ns = cut.steady;
+  c->header.steps = std::move(steps);
+  c->header.steps_not_kept = steps_not_kept;
   c->header.collection = {{"mode", cfg_.flight.enabled ? "flight_recorder" : "session"},
                           {"dump", ++run_.dumps},
                           {"reason", reason},
@@ -696,6 +717,9 @@ inline std::filesystem::path session::write_data(const detail::collected& c, con
   // Named for when it is written, not for when the data begins.
   detail::output_directory dir = detail::make_output_dir(parent, worker, d.pid, wall_ns());
   try {
+    detail::write_file(dir, detail::profiler_info_name(d),
+                       detail::render_profiler_info(d).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                           "\n");
     if (wants_export("text")) detail::write_trace_files(c, dir, c.trace_id, c.user_metadata);
     if (wants_export("db")) detail::installed_database_writer()(c, dir, c.trace_id, c.user_metadata);
   } catch (...) {
@@ -835,6 +859,7 @@ inline std::shared_ptr<detail::collected> session::collect(clock_point from, clo
     if (backend_note_.contains("mstx_forward")) d.backend["mstx_forward"] = backend_note_["mstx_forward"];
     d.device_id = device_->device();
     d.device_simulated = device_->simulated();
+    d.device_name = device_->device_name();
   } else {
     d.backend = backend_note_;
   }
@@ -906,6 +931,35 @@ inline void session::finish_collection(detail::collected& c, std::int64_t end_ns
                                  {"unavailable", host_sys_unavailable_}};
   }
   c.min_duration_ns = static_cast<std::int64_t>(cfg_.min_duration_us) * 1000;
+  // Steps are cut to the data: a cycle's or a window's.
+  std::vector<step_span> kept;
+  for (step_span s : d.steps) {
+    s.start_ns = std::max(s.start_ns, d.start_ns);
+    s.end_ns = std::min(s.end_ns, end_ns);
+    if (s.start_ns < s.end_ns) kept.push_back(s);
+  }
+  d.steps = std::move(kept);
+  if (d.steps_not_kept > 0) d.collection["steps_not_kept"] = d.steps_not_kept;
+}
+
+// Ends the current step at `now_ns` (under the control lock): it is kept,
+// with the latest max_kept_steps, for the traces to come.
+inline void session::end_step(std::int64_t now_ns) {
+  run_.steps.push_back({steps_.step(), run_.step_began_ns, now_ns});
+  if (run_.steps.size() > max_kept_steps) {
+    run_.steps.pop_front();
+    ++run_.steps_let_go;
+  }
+  run_.step_began_ns = now_ns;
+  run_.stepped = true;
+}
+
+// The steps kept, and with `with_current` the one in progress, ending at
+// `end_ns` (under the control lock). None until step() was called.
+inline std::vector<step_span> session::steps_so_far(bool with_current, std::int64_t end_ns) const {
+  std::vector<step_span> out(run_.steps.begin(), run_.steps.end());
+  if (with_current && run_.stepped) out.push_back({steps_.step(), run_.step_began_ns, end_ns});
+  return out;
 }
 
 NPUPROF_ABI_END

@@ -75,6 +75,14 @@ struct trace_counts {
   std::uint64_t evicted_bytes = 0;                    // records a flight recorder let go to stay in its memory cap
 };
 
+/// One step of the session: from a session::step() call (or the start) to
+/// the next (or the end of the data); torch_npu's ProfilerStep#N.
+struct step_span {
+  long id = 0;              // the step's number, counted from 0 at start()
+  std::int64_t start_ns = 0;  // steady_clock
+  std::int64_t end_ns = 0;
+};
+
 /// A decoded trace: what session::data() returns and what the writers read.
 /// Events name their strings and domains by index; times are steady_clock
 /// nanoseconds, and wall_start_ns is the system clock at start_ns.
@@ -100,6 +108,12 @@ struct trace_data {
   nlohmann::json backend = {{"name", "host"}};
   std::int32_t device_id = 0;
   bool device_simulated = false;
+  /// The device's name as its runtime reports it ("" with no device).
+  std::string device_name;
+  /// The steps the data covers, in order, cut to it; none when the program
+  /// never called session::step().
+  std::vector<step_span> steps;
+  std::uint64_t steps_not_kept = 0;  // ended steps let go beyond the latest 65536
   /// How this data was collected: "session", a schedule "cycle" or a
   /// flight recorder "dump", with the details (steps, reason, window).
   nlohmann::json collection = {{"mode", "session"}};

@@ -303,6 +303,8 @@ SIM_API aclError aclrtGetDevice(int32_t* device) {
   return ACL_SUCCESS;
 }
 
+SIM_API const char* aclrtGetSocName(void) { return "simulated NPU (npuprof)"; }
+
 SIM_API aclError aclrtCreateStream(aclrtStream* s) {
   SIM_INJECT();
   if (s == nullptr) return NPUPROF_SIM_ERROR_INVALID_PARAM;

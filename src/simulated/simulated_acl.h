@@ -50,6 +50,8 @@ aclError aclrtGetDevice(int32_t* deviceId);
 aclError aclrtCreateStream(aclrtStream* stream);
 aclError aclrtDestroyStream(aclrtStream stream);
 aclError aclrtSynchronizeStream(aclrtStream stream);
+/* The chip's name; the simulation says it is one. */
+const char* aclrtGetSocName(void);
 
 /* Queues a kernel that keeps `stream` busy for `microseconds`. */
 aclError npuprof_sim_launch_kernel(aclrtStream stream, uint32_t microseconds);

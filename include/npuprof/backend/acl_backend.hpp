@@ -175,6 +175,10 @@ class acl_backend final : public device_backend {
 
   bool simulated() const noexcept override { return rt_.simulated; }
   std::int32_t device() const noexcept override { return device_id_; }
+  std::string device_name() const override {
+    const char* name = rt_.get_soc_name != nullptr ? rt_.get_soc_name() : nullptr;
+    return name != nullptr ? std::string(name) : std::string();
+  }
   const std::string& library() const noexcept { return rt_.path; }
 
  private:

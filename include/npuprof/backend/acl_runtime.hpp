@@ -29,6 +29,7 @@ struct acl_runtime {
   aclError (*get_device)(std::int32_t* device) = nullptr;
   aclError (*create_stream)(void** stream) = nullptr;
   aclError (*destroy_stream)(void* stream) = nullptr;
+  const char* (*get_soc_name)() = nullptr;  // optional: the chip's name
 
   std::string path;        // the library as found
   bool simulated = false;  // npuprof's simulated runtime, not a device
@@ -49,6 +50,7 @@ struct acl_runtime {
     lib.need(destroy_stream, "aclrtDestroyStream");
     if (!lib.complete(why)) return false;
     event_get_timestamp = lib.find<decltype(event_get_timestamp)>("aclrtEventGetTimestamp");
+    get_soc_name = lib.find<decltype(get_soc_name)>("aclrtGetSocName");
     simulated = lib.find<void*>("npuprof_sim_launch_kernel") != nullptr;
     path = lib.path();
     return true;  // the library stays loaded for the life of the process

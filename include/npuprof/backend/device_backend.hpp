@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -46,6 +47,9 @@ class device_backend : public device_recorder {
   virtual bool simulated() const noexcept = 0;
   /// The device the events were recorded on.
   virtual std::int32_t device() const noexcept = 0;
+  /// The device's name as its runtime reports it (its chip, e.g.
+  /// "Ascend910B"), or "" when the runtime does not say.
+  virtual std::string device_name() const = 0;
 
  protected:
   ~device_backend() = default;

@@ -39,8 +39,20 @@ namespace detail {
 /// msprof's value for "none" in its integer id columns.
 inline constexpr std::int64_t db_none = 4294967295;  // UINT32_MAX
 
-/// ENUM_MSTX_EVENT_TYPE as msprof numbers it.
+/// The first connection id of mstx events: msprof numbers every mstx event
+/// (host-only ones too) from here, and a device event shares its host
+/// event's id in TASK.
+inline constexpr std::int64_t first_mstx_connection = 4000000001;
+
+/// ENUM_MSTX_EVENT_TYPE as msprof numbers it. The mstx API's marks are
+/// marker_ex, its ranges start/end.
 enum class mstx_event_type : int { marker = 0, push_pop = 1, start_end = 2, marker_ex = 3 };
+
+/// ENUM_API_TYPE's "mstx": PYTORCH_API rows of mstx calls.
+inline constexpr std::int64_t api_type_mstx = 50004;
+
+/// The database schema version the tables follow (META_DATA SCHEMA_VERSION).
+inline constexpr const char* schema_version[] = {"1.2.0", "1", "2", "0"};
 
 /// The tables, as msprof declares them, then npuprof's own (NPUPROF_*).
 inline constexpr const char* database_schema = R"(
@@ -55,6 +67,18 @@ CREATE TABLE SESSION_TIME_INFO(startTimeNs INTEGER, endTimeNs INTEGER);
 CREATE TABLE META_DATA(name TEXT, value TEXT);
 CREATE TABLE HOST_INFO(hostUid TEXT, hostName TEXT);
 CREATE TABLE RANK_DEVICE_MAP(rankId INTEGER, deviceId INTEGER);
+CREATE TABLE NPU_INFO(id INTEGER, name TEXT);
+CREATE TABLE STEP_TIME(id INTEGER, startNs INTEGER, endNs INTEGER);
+CREATE TABLE PYTORCH_API(startNs TEXT, endNs TEXT, globalTid INTEGER, connectionId INTEGER, name INTEGER,
+  sequenceNumber INTEGER, fwdThreadId INTEGER, inputDtypes INTEGER, inputShapes INTEGER, callchainId INTEGER, type INTEGER);
+CREATE TABLE CONNECTION_IDS(id INTEGER, connectionId INTEGER);
+CREATE TABLE ENUM_API_TYPE(id INTEGER PRIMARY KEY, name TEXT);
+INSERT INTO ENUM_API_TYPE VALUES (5000, 'runtime'), (5500, 'communication'), (10000, 'node'), (15000, 'model'),
+  (20000, 'acl'), (50001, 'op'), (50002, 'queue'), (50003, 'trace'), (50004, 'mstx');
+CREATE TABLE ENUM_HCCL_DATA_TYPE(id INTEGER PRIMARY KEY, name TEXT);
+INSERT INTO ENUM_HCCL_DATA_TYPE VALUES (0, 'INT8'), (1, 'INT16'), (2, 'INT32'), (3, 'FP16'), (4, 'FP32'), (5, 'INT64'),
+  (6, 'UINT64'), (7, 'UINT8'), (8, 'UINT16'), (9, 'UINT32'), (10, 'FP64'), (11, 'BFP16'), (12, 'INT128'), (14, 'HIF8'),
+  (15, 'FP8E4M3'), (16, 'FP8E5M2'), (17, 'FP8E8M0'), (255, 'RESERVED'), (65534, 'N/A'), (65535, 'INVALID_TYPE');
 CREATE TABLE CPU_USAGE(timestampNs INTEGER, cpuId TEXT, usage NUMERIC);
 CREATE TABLE HOST_MEM_USAGE(timestampNs INTEGER, usage NUMERIC);
 CREATE TABLE NPUPROF_COUNTERS(timestampNs INTEGER, globalTid INTEGER, domainId INTEGER, name INTEGER, value NUMERIC);
@@ -189,7 +213,8 @@ class integer_rows {
 class database_rows {
  public:
   database_rows(sqlite_file& db, const trace_data& d)
-      : db_(db), d_(d), mstx_(db, "MSTX_EVENTS", 10), task_(db, "TASK", 11) {
+      : db_(db), d_(d), mstx_(db, "MSTX_EVENTS", 10), task_(db, "TASK", 11), connections_(db, "CONNECTION_IDS", 2) {
+    api_ = db.prepare("INSERT INTO PYTORCH_API VALUES (?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, ?)");
     strings_ = db.prepare("INSERT INTO STRING_IDS VALUES (?, ?)");
     counters_ = db.prepare("INSERT INTO NPUPROF_COUNTERS VALUES (?, ?, ?, ?, ?)");
     cpu_ = db.prepare("INSERT INTO CPU_USAGE VALUES (?, 'process', ?)");
@@ -201,8 +226,8 @@ class database_rows {
   /// The events of one window, and the device events pointing into them.
   void add(const std::vector<trace_event>& events, const std::vector<device_event>& device) {
     connection_.assign(events.size(), db_none);
-    for (const device_event& e : device) {
-      if (e.host < events.size()) connection_[e.host] = next_connection_++;
+    for (std::size_t i = 0; i < events.size(); ++i) {
+      if (events[i].what != trace_event::type::counter) connection_[i] = next_connection_++;
     }
     for (std::size_t i = 0; i < events.size(); ++i) add_event(events[i], connection_[i]);
     for (const device_event& e : device) {
@@ -215,16 +240,31 @@ class database_rows {
   void finish(const nlohmann::json& metadata) {
     mstx_.flush();
     task_.flush();
+    connections_.flush();
+    sqlite3_stmt* steps = db_.prepare("INSERT INTO STEP_TIME VALUES (?, ?, ?)");
+    for (const step_span& s : d_.steps) db_.insert(steps, std::int64_t{s.id}, epoch(s.start_ns), epoch(s.end_ns));
+    const bool device = d_.backend.value("name", std::string()) == "acl";
+    if (device) {
+      sqlite3_stmt* npu = db_.prepare("INSERT INTO NPU_INFO VALUES (?, ?)");
+      db_.insert(npu, std::int64_t{d_.device_id},
+                 std::string_view(d_.device_name.empty() ? std::string("UNKNOWN") : metadata_text(d_.device_name)));
+    }
     sqlite3_stmt* session = db_.prepare("INSERT INTO SESSION_TIME_INFO VALUES (?, ?)");
     db_.insert(session, epoch(d_.start_ns), epoch(d_.end_ns));
     sqlite3_stmt* host = db_.prepare("INSERT INTO HOST_INFO VALUES (?, ?)");
     db_.insert(host, std::string_view(metadata_text(host_uid())), std::string_view(metadata_text(d_.hostname)));
     sqlite3_stmt* rank = db_.prepare("INSERT INTO RANK_DEVICE_MAP VALUES (?, ?)");
-    db_.insert(rank, std::int64_t{d_.config.value("rank", -1)}, std::int64_t{d_.device_id});
+    db_.insert(rank, std::int64_t{d_.config.value("rank", -1)}, std::int64_t{device ? d_.device_id : -1});
     sqlite3_stmt* meta = db_.prepare("INSERT INTO META_DATA VALUES (?, ?)");
+    const char* version_names[] = {"SCHEMA_VERSION", "SCHEMA_VERSION_MAJOR", "SCHEMA_VERSION_MINOR",
+                                   "SCHEMA_VERSION_MICRO"};
+    for (int i = 0; i < 4; ++i) {
+      db_.insert(meta, std::string_view(version_names[i]), std::string_view(schema_version[i]));
+    }
+    // As torch_npu fills it from its profiler_metadata.json: each entry's
+    // value as JSON (a string with its quotes).
     for (auto it = metadata.begin(); it != metadata.end(); ++it) {
-      const std::string value = it->is_string() ? metadata_text(it->get<std::string>())
-                                                : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      const std::string value = it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       db_.insert(meta, std::string_view(it.key()), std::string_view(value));
     }
     sqlite3_stmt* threads = db_.prepare("INSERT INTO NPUPROF_THREADS VALUES (?, ?, ?)");
@@ -255,13 +295,23 @@ class database_rows {
                    id_of_name(e.name), tid, global_tid(e.end_tid), id_of_domain(e.domain), connection});
         break;
       case trace_event::type::instant:
-        mstx_.add({start, start, static_cast<std::int64_t>(mstx_event_type::marker), db_none, db_none,
+        mstx_.add({start, start, static_cast<std::int64_t>(mstx_event_type::marker_ex), db_none, db_none,
                    id_of_name(e.name), tid, tid, id_of_domain(e.domain), connection});
+        add_api_call(start, tid, id_of_name(e.name), connection);
         break;
       case trace_event::type::counter:
         add_counter(e, start, tid);
         break;
     }
+  }
+
+  // A mark is also the framework's call of it, as torch_npu records its
+  // mstx calls: a PYTORCH_API row linked to the event through
+  // CONNECTION_IDS (the cluster analysis reads a mark's framework time so).
+  void add_api_call(std::int64_t at, std::int64_t tid, std::int64_t name, std::int64_t connection) {
+    const std::int64_t link = next_api_link_++;
+    db_.insert(api_, at, at, tid, link, name, api_type_mstx);
+    connections_.add({link, connection});
   }
 
   // Every counter goes to NPUPROF_COUNTERS; host_sys's CPU and memory also
@@ -341,11 +391,11 @@ class database_rows {
 
   sqlite_file& db_;
   const trace_data& d_;
-  integer_rows mstx_, task_;
-  sqlite3_stmt *strings_, *counters_, *cpu_, *memory_;
+  integer_rows mstx_, task_, connections_;
+  sqlite3_stmt *strings_, *counters_, *cpu_, *memory_, *api_;
   double memory_mib_ = 0;
   std::vector<std::int64_t> connection_;  // of each event of the window
-  std::int64_t next_connection_ = 0, next_task_ = 0;
+  std::int64_t next_connection_ = first_mstx_connection, next_task_ = 0, next_api_link_ = 0;
   std::vector<std::int64_t> name_ids_, domain_ids_;  // STRING_IDS ids by index, 0 until used
   std::unordered_map<std::string, std::int64_t> text_ids_;
   std::set<std::uint32_t> threads_;

@@ -16,6 +16,37 @@ namespace npuprof {
 NPUPROF_ABI_BEGIN
 namespace detail {
 
+/// What the Ascend tools read as a job's layout: the rank and world size,
+/// unless the program gave its own (session::add_metadata("distributed_args",
+/// {...}), as training frameworks give tensor, pipeline and data parallel
+/// sizes). Null outside a distributed job.
+inline nlohmann::json distributed_args(const trace_data& d, const nlohmann::json& user) {
+  if (user.is_object() && user.contains("distributed_args")) return user["distributed_args"];
+  const int rank = d.config.value("rank", -1), world_size = d.config.value("world_size", -1);
+  if (rank < 0 && world_size < 0) return nullptr;
+  return {{"rank", rank}, {"world_size", world_size}};
+}
+
+/// profiler_info.json (profiler_info_{rank}.json with a rank), as torch_npu
+/// writes it beside its run: the configuration, when the data begins and
+/// ends, the rank. The Ascend tools take the rank from its name.
+inline std::string profiler_info_name(const trace_data& d) {
+  const int rank = d.config.value("rank", -1);
+  return rank >= 0 ? "profiler_info_" + std::to_string(rank) + ".json" : "profiler_info.json";
+}
+
+inline nlohmann::json render_profiler_info(const trace_data& d) {
+  nlohmann::json info = {
+      {"config", d.config},
+      {"start_info", {{"collectionTimeBegin", d.wall_start_ns}, {"MonotonicTimeBegin", d.start_ns}}},
+      {"end_info",
+       {{"collectionTimeEnd", d.wall_start_ns + (d.end_ns - d.start_ns)}, {"MonotonicTimeEnd", d.end_ns}}},
+      {"npuprof_version", version_string},
+  };
+  if (const int rank = d.config.value("rank", -1); rank >= 0) info["rank_id"] = rank;
+  return info;
+}
+
 /// The metadata of `d`, whose events were written elsewhere: `events` and
 /// `device_events` of them.
 inline nlohmann::json render_metadata(const trace_data& d, std::size_t events, std::size_t device_events,
@@ -23,7 +54,7 @@ inline nlohmann::json render_metadata(const trace_data& d, std::size_t events, s
   nlohmann::json by_thread = nlohmann::json::object();
   for (auto& [tid, n] : d.counts.dropped_by_thread) by_thread[std::to_string(tid)] = n;
   auto rank_of = [&](const char* key) { return d.config.value(key, -1); };
-  return {
+  nlohmann::json out = {
       {"npuprof_version", version_string},
       {"trace_id", trace_id},
       {"rank", {{"rank", rank_of("rank")}, {"local_rank", rank_of("local_rank")}, {"world_size", rank_of("world_size")}}},
@@ -68,6 +99,9 @@ inline nlohmann::json render_metadata(const trace_data& d, std::size_t events, s
         {"evicted_bytes", d.counts.evicted_bytes},
         {"device_events", device_events}}},
   };
+  if (nlohmann::json args = distributed_args(d, user); !args.is_null()) out["distributed_args"] = std::move(args);
+  if (!d.steps.empty()) out["steps"] = {{"first", d.steps.front().id}, {"last", d.steps.back().id}};
+  return out;
 }
 
 inline nlohmann::json render_metadata(const trace_data& d, const std::string& trace_id,

@@ -1,8 +1,10 @@
 // Output directory naming, as torch_npu's profiler does it:
-// {worker_name or hostname}_{pid}_{YYYYmmddHHMMSSmmm}_npuprof, the time being
-// when the directory is written. A name already taken (by anything: a
-// directory, a file, a symlink) gets a counter before the ending:
-// {...}_{YYYYmmddHHMMSSmmm}_1_npuprof, _2_npuprof, ...
+// {worker_name or hostname}_{pid}_{YYYYmmddHHMMSSmmm}_ascend_pt, the time
+// being when the directory is written. The Ascend tools find a run by that
+// ending and read the third field from the end, split on '_', as its time
+// (the newest run of a rank is the one they analyse), so a name already
+// taken (by anything: a directory, a file, a symlink) gets its counter on
+// the pid, where it moves no field: {worker}_{pid}.1_{...}_ascend_pt, .2, ...
 #pragma once
 
 #include "../detail/abi.hpp"
@@ -68,8 +70,8 @@ inline std::string output_dir_name(const std::string& worker, std::uint32_t pid,
   ::localtime_r(&secs, &tm);
   char stamp[32];
   std::strftime(stamp, sizeof stamp, "%Y%m%d%H%M%S", &tm);
-  if (counter == 0) return fmt::format("{}_{}_{}{:03}_npuprof", worker, pid, stamp, ms);
-  return fmt::format("{}_{}_{}{:03}_{}_npuprof", worker, pid, stamp, ms, counter);
+  if (counter == 0) return fmt::format("{}_{}_{}{:03}_ascend_pt", worker, pid, stamp, ms);
+  return fmt::format("{}_{}.{}_{}{:03}_ascend_pt", worker, pid, counter, stamp, ms);
 }
 
 /// Makes `dir` and its parents if missing and checks that output

@@ -7,7 +7,10 @@
 
 #include "../detail/abi.hpp"
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -27,6 +30,31 @@ namespace detail {
 /// Events decoded at a time on threads whose slices nest by construction.
 inline constexpr std::size_t export_window_events = std::size_t{1} << 14;
 
+/// The track of the steps in trace_view.json, beside the threads' tracks.
+inline constexpr std::uint32_t steps_track = lane_tid_base - 1;
+
+/// The steps of `d` as slices named as torch_npu names them,
+/// "ProfilerStep#N", in the domain "steps"; their names are added to `d`.
+inline std::vector<trace_event> step_slices(trace_data& d) {
+  std::vector<trace_event> out;
+  if (d.steps.empty()) return out;
+  const auto found = std::find(d.domains.begin(), d.domains.end(), "steps");
+  const auto domain = static_cast<std::size_t>(found - d.domains.begin());
+  if (found == d.domains.end()) d.domains.emplace_back("steps");
+  d.thread_names[steps_track] = "Steps";
+  for (const step_span& s : d.steps) {
+    trace_event e;
+    e.domain = static_cast<std::uint16_t>(std::min<std::size_t>(domain, 0xffff));
+    e.name = static_cast<std::uint32_t>(d.strings.size());
+    d.strings.push_back("ProfilerStep#" + std::to_string(s.id));
+    e.tid = e.end_tid = steps_track;
+    e.ts = s.start_ns;
+    e.dur = s.end_ns - s.start_ns;
+    out.push_back(e);
+  }
+  return out;
+}
+
 inline void write_trace_files(const collected& c, output_directory& dir, const std::string& trace_id,
                               const nlohmann::json& user) {
   trace_data d = c.header;  // gains strings and counts while decoding
@@ -43,6 +71,7 @@ inline void write_trace_files(const collected& c, output_directory& dir, const s
     d.events.clear();
     d.device_events.clear();
   });
+  view.add(step_slices(d), {}, steps_track, true);
   view.finish();
   file.close();
   d.counts.overlapping_ranges = view.overlapping_ranges();

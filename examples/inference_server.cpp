@@ -11,7 +11,10 @@
 // by `kill -USR1 <pid>`, and when the process exits. Every directory written
 // is printed.
 //
-//     build/examples/inference_server [seconds] [--metrics 127.0.0.1:9464]
+//     build/examples/inference_server [seconds] [--metrics 127.0.0.1:9464] [--db]
+//
+// With --db (or NPUPROF_EXPORT_TYPE=text,db) each trace directory also holds
+// the database MindStudio Insight and msprof-analyze read.
 //
 // With --metrics (or NPUPROF_METRICS_LISTEN), npuprof also serves live
 // Prometheus metrics of the same markers while the server runs: latency
@@ -23,10 +26,14 @@
 #if defined(NPUPROF_EXAMPLE_METRICS)
 #include <npuprof/metrics.hpp>
 #endif
+#if defined(NPUPROF_EXAMPLE_DATABASE)
+#include <npuprof/database.hpp>
+#endif
 
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -192,9 +199,12 @@ void responder(request_queue& done, std::chrono::milliseconds slow) {
 int main(int argc, char** argv) {
   double seconds = 3.0;
   std::string metrics;
+  bool database = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--metrics") == 0 && i + 1 < argc) {
       metrics = argv[++i];
+    } else if (std::strcmp(argv[i], "--db") == 0) {
+      database = true;
     } else {
       seconds = std::atof(argv[i]);
     }
@@ -202,6 +212,13 @@ int main(int argc, char** argv) {
 
   npuprof::config cfg = npuprof::config::from_env();
   if (!metrics.empty()) cfg.metrics.listen = metrics;
+  if (database) cfg.export_type = {"text", "db"};
+#if !defined(NPUPROF_EXAMPLE_DATABASE)
+  if (std::find(cfg.export_type.begin(), cfg.export_type.end(), "db") != cfg.export_type.end()) {
+    std::fprintf(stderr, "inference server: built without SQLite (Debian: libsqlite3-dev): no database\n");
+    cfg.export_type = {"text"};
+  }
+#endif
 #if !defined(NPUPROF_EXAMPLE_METRICS)
   if (cfg.metrics.enabled()) {
     std::fprintf(stderr, "inference server: built without prometheus-cpp (Debian: prometheus-cpp-dev): no metrics\n");
@@ -218,7 +235,9 @@ int main(int argc, char** argv) {
     cfg.flight.memory_mb = 64;
   }
   cfg.on_trace_ready = [](const std::filesystem::path& dir) {
-    std::printf("npuprof: trace written to %s\n", (dir / "trace_view.json").c_str());
+    for (const auto& file : {dir / "trace_view.json", dir / "ASCEND_PROFILER_OUTPUT"}) {
+      if (std::filesystem::exists(file)) std::printf("npuprof: trace written to %s\n", file.c_str());
+    }
     std::fflush(stdout);
   };
   // Left running on purpose: the window is written when the process exits.

@@ -6,10 +6,20 @@
 // runtime (build/src/simulated/libascendcl.so), which behaves like the real
 // one for streams and events. With a real device, link libascendcl.so and
 // drop the npuprof_sim_* calls; npuprof loads the runtime by itself.
+//
+//     build/examples/operator [--db]
+//
+// With --db (or NPUPROF_EXPORT_TYPE=text,db) the trace directory also holds
+// the database MindStudio Insight and msprof-analyze read. Each pass over
+// the layers is a step (session::step()): ProfilerStep#N in both.
 #include <npuprof/session.hpp>
+#if defined(NPUPROF_EXAMPLE_DATABASE)
+#include <npuprof/database.hpp>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "simulated_acl.h"
@@ -42,8 +52,19 @@ void copy_to_device(aclrtStream stream, int bytes_kb) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   npuprof::config cfg = npuprof::config::from_env();
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--db") != 0) {
+      std::fprintf(stderr, "usage: %s [--db]\n", argv[0]);
+      return 2;
+    }
+#if defined(NPUPROF_EXAMPLE_DATABASE)
+    cfg.export_type = {"text", "db"};
+#else
+    std::fprintf(stderr, "operator: built without SQLite (Debian: libsqlite3-dev): no database\n");
+#endif
+  }
   // Traces go under ./npuprof_traces/ unless NPUPROF_OUTPUT_DIR or the config file names
   // another directory.
   if (std::getenv("NPUPROF_OUTPUT_DIR") == nullptr && cfg.output_dir == ".") cfg.output_dir = "npuprof_traces";
@@ -58,12 +79,15 @@ int main() {
   npuprof::name_stream(compute, "compute");
   npuprof::name_stream(transfer, "transfer");
 
-  for (int layer = 0; layer < 8; ++layer) {
-    NPUPROF_RANGE(ops, "layer");
-    copy_to_device(transfer, 256 + 64 * layer);
-    gemm(compute, 1 + layer % 3);
-    gemm(compute, 2);
-    npuprof::mark<ops>("layer queued", compute);  // a device mark where the stream gets to it
+  for (int step = 0; step < 2; ++step) {
+    for (int layer = 0; layer < 4; ++layer) {
+      NPUPROF_RANGE(ops, "layer");
+      copy_to_device(transfer, 256 + 64 * layer);
+      gemm(compute, 1 + layer % 3);
+      gemm(compute, 2);
+      npuprof::mark<ops>("layer queued", compute);  // a device mark where the stream gets to it
+    }
+    session.step();  // ends ProfilerStep#0, #1
   }
   aclrtSynchronizeStream(compute);
   aclrtSynchronizeStream(transfer);
@@ -73,6 +97,9 @@ int main() {
   std::printf("npuprof: %zu host events, %zu device events (%s runtime)\n", data.events.size(),
               data.device_events.size(), data.device_simulated ? "SIMULATED" : "Ascend");
   std::printf("npuprof: trace written to %s\n", (dir / "trace_view.json").c_str());
+  if (std::filesystem::exists(dir / "ASCEND_PROFILER_OUTPUT")) {
+    std::printf("npuprof: database written to %s\n", (dir / "ASCEND_PROFILER_OUTPUT").c_str());
+  }
   std::printf("         open it in https://ui.perfetto.dev, chrome://tracing or MindStudio Insight\n");
   aclrtDestroyStream(compute);
   aclrtDestroyStream(transfer);

@@ -55,8 +55,9 @@ struct job {
 
 // An HCCL operation as torch_npu writes it into its mstx range: the message
 // the cluster analysis turns into a communication operation.
-std::string hccl_message(const char* op, aclrtStream stream, long count, const char* data_type) {
-  return std::string("{\"streamId\": \"") + std::to_string(reinterpret_cast<std::uintptr_t>(stream) & 0xffff) +
+// `stream_id` numbers the stream as the runtime does, the same on every rank.
+std::string hccl_message(const char* op, int stream_id, long count, const char* data_type) {
+  return std::string("{\"streamId\": \"") + std::to_string(stream_id) +
          "\",\"count\": \"" + std::to_string(count) + "\",\"dataType\": \"" + data_type +
          "\",\"groupName\": \"hccl_world_group\",\"opName\": \"" + op + "\"}";
 }
@@ -75,6 +76,15 @@ int run_rank(const job& j, int rank, pthread_barrier_t* all_reduce) {
   cfg.export_type = {"text", "db"};
 #endif
   npuprof::session session{cfg};
+  // The job's layout, as training frameworks give it: data parallel only.
+  session.add_metadata("distributed_args", {{"tensor_model_parallel_size", 1},
+                                            {"pipeline_model_parallel_size", 1},
+                                            {"data_parallel_size", j.ranks},
+                                            {"context_parallel_size", 1},
+                                            {"expert_model_parallel_size", 1},
+                                            {"sequence_parallel", false},
+                                            {"rank", rank},
+                                            {"world_size", j.ranks}});
   session.start();
   npuprof::name_thread("rank " + std::to_string(rank));
   aclrtStream compute = nullptr, hccl = nullptr;
@@ -82,7 +92,7 @@ int run_rank(const job& j, int rank, pthread_barrier_t* all_reduce) {
   aclrtCreateStream(&hccl);
   npuprof::name_stream(compute, "compute");
   npuprof::name_stream(hccl, "hccl");
-  const std::string all_reduce_op = hccl_message("HcclAllreduce", hccl, 1 << 20, "fp16");
+  const std::string all_reduce_op = hccl_message("HcclAllreduce", 1, 1 << 20, "fp16");
   if (all_reduce != nullptr) pthread_barrier_wait(all_reduce);  // the job starts when every rank is up
 
   for (int step = 0; step < j.steps; ++step) {

@@ -4,6 +4,10 @@
  *
  * Run it with npuprof's injection library to get a trace, no rebuild needed:
  *   MSTX_INJECTION_PATH=build/src/libnpuprof_mstx.so build/examples/mstx_app
+ *
+ * With an Ascend runtime (MSTX_APP_ACL names the library; npuprof's simulated
+ * one is build/src/simulated/libascendcl.so) its operator ranges are tied to
+ * a stream, as operator code ties them, so their device time is recorded too.
  */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -59,6 +63,19 @@ static void mstxDomainRangeEnd(mstxDomainHandle_t d, mstxRangeId id) {
   if (domain[5]) ((void (*)(mstxDomainHandle_t, mstxRangeId))domain[5])(d, id);
 }
 
+/* A stream of the runtime named by MSTX_APP_ACL, or NULL: ranges on the host only. */
+static int (*sim_kernel)(aclrtStream, uint32_t); /* the simulated runtime's stand-in for a kernel */
+static aclrtStream open_stream(void) {
+  const char* path = getenv("MSTX_APP_ACL");
+  void* acl = path && *path ? dlopen(path, RTLD_NOW | RTLD_GLOBAL) : NULL;
+  int (*create)(aclrtStream*) = NULL;
+  aclrtStream stream = NULL;
+  if (acl) *(void**)&create = dlsym(acl, "aclrtCreateStream");
+  if (acl) *(void**)&sim_kernel = dlsym(acl, "npuprof_sim_launch_kernel");
+  if (!create || create(&stream) != 0) return NULL;
+  return stream;
+}
+
 static void work(long us) {
   struct timespec ts = {0, us * 1000};
   nanosleep(&ts, NULL);
@@ -66,16 +83,19 @@ static void work(long us) {
 
 int main(void) {
   load_tool();
+  aclrtStream stream = open_stream();
   mstxDomainHandle_t ops = mstxDomainCreateA("operators");
   mstxMarkA("start", NULL);
   for (int step = 0; step < 4; ++step) {
     char name[32];
     snprintf(name, sizeof name, "step %d", step);
     mstxRangeId r = mstxRangeStartA(name, NULL);
-    mstxRangeId mm = mstxDomainRangeStartA(ops, "matmul", NULL);
+    mstxRangeId mm = mstxDomainRangeStartA(ops, "matmul", stream);
+    if (stream && sim_kernel) sim_kernel(stream, 300);
     work(300);
     mstxDomainRangeEnd(ops, mm);
-    mstxRangeId sm = mstxDomainRangeStartA(ops, "softmax", NULL);
+    mstxRangeId sm = mstxDomainRangeStartA(ops, "softmax", stream);
+    if (stream && sim_kernel) sim_kernel(stream, 100);
     work(100);
     mstxDomainRangeEnd(ops, sm);
     mstxRangeEnd(r);

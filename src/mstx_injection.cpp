@@ -79,13 +79,72 @@ bool destroyed(mstxDomainHandle_t h) {
   return true;
 }
 
-void mark_a(const char* message, aclrtStream stream) { npuprof::mark(default_domain(), message, stream); }
+// The streams of open stream-tied ranges, by range id: mstxRangeEnd has no
+// stream argument, and a range's device end is recorded on its begin's
+// stream. Lock-free, of fixed size: a range that finds no room within a few
+// slots of its id's place ends on the host only, and its device begin is
+// counted (device_unpaired) instead of drawn.
+class range_streams {
+ public:
+  bool put(std::uint64_t id, void* stream) noexcept {
+    for (std::size_t i = 0; i < probes; ++i) {
+      slot& s = table_[(place(id) + i) & (slots - 1)];
+      std::uint64_t free = 0;
+      if (s.id.load(std::memory_order_relaxed) == 0 && s.id.compare_exchange_strong(free, id, std::memory_order_acq_rel)) {
+        // Read only after the range's start returned its id.
+        s.stream.store(stream, std::memory_order_release);
+        return true;
+      }
+    }
+    return false;
+  }
 
-mstxRangeId range_start_a(const char* message, aclrtStream stream) {
-  return npuprof::range_start(default_domain(), message, stream);
+  /// The stream `id` began on, forgotten; null for a range tied to none
+  /// (or ended already).
+  void* take(std::uint64_t id) noexcept {
+    for (std::size_t i = 0; i < probes; ++i) {
+      slot& s = table_[(place(id) + i) & (slots - 1)];
+      if (s.id.load(std::memory_order_acquire) != id) continue;
+      void* stream = s.stream.load(std::memory_order_acquire);
+      std::uint64_t mine = id;  // one of two racing ends frees the slot
+      return s.id.compare_exchange_strong(mine, 0, std::memory_order_acq_rel) ? stream : nullptr;
+    }
+    return nullptr;
+  }
+
+ private:
+  static constexpr std::size_t slots = std::size_t{1} << 15;  // open stream-tied ranges at once, about
+  static constexpr std::size_t probes = 32;
+  struct slot {
+    std::atomic<std::uint64_t> id{0};
+    std::atomic<void*> stream{nullptr};
+  };
+  static std::size_t place(std::uint64_t id) noexcept {
+    return static_cast<std::size_t>((id * 0x9e3779b97f4a7c15ull) >> 40);
+  }
+  slot table_[slots];
+};
+
+range_streams& open_streams() {
+  static range_streams* table = new range_streams();  // never destroyed: ends may come during exit
+  return *table;
 }
 
-void range_end(mstxRangeId id) { npuprof::range_end(default_domain(), id); }
+mstxRangeId start_tied(npuprof::runtime_domain d, const char* message, aclrtStream stream) {
+  const mstxRangeId id = npuprof::range_start(d, message, stream);
+  if (id != 0 && stream != nullptr) open_streams().put(id, stream);
+  return id;
+}
+
+void end_tied(npuprof::runtime_domain d, mstxRangeId id) {
+  if (id != 0) npuprof::range_end(d, id, open_streams().take(id));
+}
+
+void mark_a(const char* message, aclrtStream stream) { npuprof::mark(default_domain(), message, stream); }
+
+mstxRangeId range_start_a(const char* message, aclrtStream stream) { return start_tied(default_domain(), message, stream); }
+
+void range_end(mstxRangeId id) { end_tied(default_domain(), id); }
 
 void get_tool_id(uint64_t* id) {
   if (id != nullptr) *id = NPUPROF_MSTX_TOOL_ID;
@@ -118,11 +177,11 @@ void domain_mark_a(mstxDomainHandle_t domain, const char* message, aclrtStream s
 }
 
 mstxRangeId domain_range_start_a(mstxDomainHandle_t domain, const char* message, aclrtStream stream) {
-  return destroyed(domain) ? 0 : npuprof::range_start(from_handle(domain), message, stream);
+  return destroyed(domain) ? 0 : start_tied(from_handle(domain), message, stream);
 }
 
 // Ranges begun before the destroy still end.
-void domain_range_end(mstxDomainHandle_t domain, mstxRangeId id) { npuprof::range_end(from_handle(domain), id); }
+void domain_range_end(mstxDomainHandle_t domain, mstxRangeId id) { end_tied(from_handle(domain), id); }
 
 // Memory-tool calls are accepted and ignored. A heap registration gets a
 // non-null handle back, so that callers do not take it for a failure.

@@ -9,10 +9,11 @@ the runs and their ranks, pick the newest run of a rank, run the mstx_sum and
 mstx2commop queries, read the schema version and the devices. Each result is
 checked against what the job recorded (its trace_view.json).
 
-With MSTX_APP and INJECTION, an unmodified mstx program captured through the
-injection library with NPUPROF_EXPORT_TYPE=db is held to the same queries.
+With MSTX_APP, INJECTION and ACL, an unmodified mstx program captured through
+the injection library with NPUPROF_EXPORT_TYPE=db (its operator ranges tied
+to a stream of the simulated runtime ACL) is held to the same queries.
 
-usage: check_cluster_analysis.py CLUSTER_JOB OPERATOR CONSUMERS_JSON [MSTX_APP INJECTION]
+usage: check_cluster_analysis.py CLUSTER_JOB OPERATOR CONSUMERS_JSON [MSTX_APP INJECTION ACL]
 """
 import json
 import os
@@ -153,11 +154,11 @@ def check_insight(db, path, rank, facts):
     check(ranks == [rank], f"rank {rank}: RANK_DEVICE_MAP ranks {ranks}")
 
 
-def check_injected(mstx_app, injection, tmp, facts):
+def check_injected(mstx_app, injection, acl, tmp, facts):
     """An mstx program, untouched, captured into a database mstx_sum reads."""
     out = os.path.join(tmp, "app")
     env = dict(os.environ, MSTX_INJECTION_PATH=injection, NPUPROF_EXPORT_TYPE="db", NPUPROF_OUTPUT_DIR=out,
-               RANK="0", WORLD_SIZE="1")
+               RANK="0", WORLD_SIZE="1", MSTX_APP_ACL=acl, NPUPROF_ACL_LIBRARY=acl, NPUPROF_BACKEND="acl")
     env.pop("NPUPROF_CONFIG", None)
     run([mstx_app], tmp, env)
     runs = find_runs(out, facts["discovery"])
@@ -173,8 +174,13 @@ def check_injected(mstx_app, injection, tmp, facts):
     names = defaultdict(int)
     for r in ranges:
         names[r[0]] += 1
-    # mstx_app: per iteration a range named for it holding "matmul" and "softmax".
+    # mstx_app: per iteration a range named for it holding "matmul" and "softmax",
+    # these two tied to the stream: their device times come through mstxRangeEnd.
     check(names["matmul"] > 0 and names["matmul"] == names["softmax"], f"the mstx program's ranges: {dict(names)}")
+    for msg, _, _, dev_start, dev_end, _ in ranges:
+        tied = msg in ("matmul", "softmax")
+        check((dev_start is not None and dev_end is not None and dev_end > dev_start) == tied,
+              f"the mstx program's range {msg}: device {dev_start}..{dev_end}")
     marks = db.execute(q["mark_query"]).fetchall()
     check(sorted(m[0] for m in marks) == ["done", "start"], f"the mstx program's marks: {marks}")
     check(all(m[3] is not None for m in marks), "the mstx program's marks have framework times")
@@ -232,8 +238,8 @@ def main():
             steps = db.execute(facts["mstx_sum"]["step_query"]).fetchall()
             check([s[0] for s in steps] == [0, 1, 2], f"operator steps {steps}")
             db.close()
-        if len(sys.argv) > 5:
-            check_injected(sys.argv[4], sys.argv[5], tmp, facts)
+        if len(sys.argv) > 6:
+            check_injected(sys.argv[4], sys.argv[5], sys.argv[6], tmp, facts)
     checks = "mstx_sum, mstx2commop and Insight's queries"
     print(f"{RANKS} ranks and a run without a rank: {checks}: {len(failures)} failed")
     return 1 if failures else 0

@@ -331,3 +331,56 @@ TEST_CASE("a destroyed domain records nothing, returns 0, warns once and counts;
   INFO(text);
   CHECK(occurrences(text, "destroyed domain 'comm'") == 1);
 }
+
+TEST_CASE("stream-tied mstx ranges get their device slice and flow, though mstxRangeEnd names no stream") {
+  test::temp_dir dir;
+  const std::vector<std::pair<const char*, const char*>> device_env = {
+      {"NPUPROF_BACKEND", "acl"},
+      {"NPUPROF_ACL_LIBRARY", NPUPROF_TEST_SIMULATED_ACL},
+      {"NPUPROF_DEVICE_EVENTS_PER_STREAM", "1024"}};  // room for every event of a stream
+  auto t = run_child(dir, device_env, [](mstx_loader& mstx) {
+    // The program's runtime: the one npuprof loaded (same path, same library).
+    void* acl = ::dlopen(NPUPROF_TEST_SIMULATED_ACL, RTLD_NOW);
+    if (acl == nullptr) std::_Exit(5);
+    auto create = reinterpret_cast<int (*)(void**)>(::dlsym(acl, "aclrtCreateStream"));
+    auto launch = reinterpret_cast<int (*)(void*, std::uint32_t)>(::dlsym(acl, "npuprof_sim_launch_kernel"));
+    auto sync = reinterpret_cast<int (*)(void*)>(::dlsym(acl, "aclrtSynchronizeStream"));
+    std::vector<std::thread> threads;
+    std::vector<mstxRangeId> handed(4);
+    for (int i = 0; i < 4; ++i) {
+      threads.emplace_back([&, i] {
+        void* stream = nullptr;
+        if (create(&stream) != 0) std::_Exit(6);
+        for (int k = 0; k < 100; ++k) {
+          const mstxRangeId r = mstx.range_start("kernel", stream);
+          launch(stream, 20);
+          mstx.range_end(r);
+          mstx.mark("queued", stream);
+        }
+        handed[static_cast<std::size_t>(i)] = mstx.range_start("handed", stream);
+        launch(stream, 20);
+        sync(stream);
+      });
+    }
+    for (auto& th : threads) th.join();
+    std::thread([&] {  // ends the stream-tied ranges begun on four other threads
+      for (mstxRangeId id : handed) mstx.range_end(id);
+    }).join();
+  });
+  const auto on_device = t.where([](const test::json& e) { return e["pid"] == 0x40000000 && e["ph"] == "X"; });
+  std::size_t kernels = 0, handed = 0;
+  for (const auto& e : on_device) {
+    kernels += e["name"] == "kernel";
+    handed += e["name"] == "handed";
+  }
+  CHECK(kernels == 400);
+  CHECK(handed == 4);
+  CHECK(t.where([](const test::json& e) { return e["pid"] == 0x40000000 && e["ph"] == "i"; }).size() == 400);
+  CHECK(t.phase("s").size() == 404);  // a flow from each host range to its device slice
+  CHECK(t.phase("f").size() == 404);
+  CHECK(t.count_of("device_unpaired") == 0);
+  CHECK(t.count_of("device_unresolved") == 0);
+  const auto& events = t.meta["backend"]["device_events"];
+  CHECK(events["taken"] == 2 * 404 + 400);  // every pool slot is in the trace
+  CHECK(events["dropped_pool_empty"] == 0);
+}

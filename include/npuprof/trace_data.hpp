@@ -70,6 +70,7 @@ struct trace_counts {
   std::uint64_t destroyed_domain_calls = 0;           // mstx marks and range starts on a destroyed domain
   std::uint64_t buffer_bytes = 0;                     // bytes the records took in the buffers
   std::uint64_t device_unresolved = 0;                // device events whose time could not be read
+  std::uint64_t device_unpaired = 0;                  // stream-tied ranges with a device begin but no device end
   std::uint64_t short_ranges = 0;                     // left out: shorter than min_duration_us
   std::uint64_t outside_window = 0;                   // left out: ended before a dump's window
   std::uint64_t evicted_bytes = 0;                    // records a flight recorder let go to stay in its memory cap

@@ -194,6 +194,7 @@ class decoder {
   void add_device_slice(std::size_t host, std::uint64_t stream, std::uint64_t begin, std::uint64_t end_stream,
                         std::uint64_t end) {
     std::int64_t b = 0, e = 0;
+    if (begin != no_device_event && end == no_device_event) ++out_.counts.device_unpaired;  // ended on no stream
     const bool have_b = device_time(stream, begin, b);
     const bool have_e = device_time(end_stream, end, e);
     if (!have_b || !have_e) return;
@@ -255,6 +256,7 @@ class decoder {
       return;
     }
     e.incomplete = true;
+    if (device && seq != no_device_event) ++out_.counts.device_unpaired;  // no end: its device begin is not drawn
     if (ends_dropped_) {
       e.dur = 0;  // its end may be among the dropped: how long it lasted is unknown
       ++out_.counts.ranges_without_end;

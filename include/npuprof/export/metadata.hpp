@@ -19,9 +19,12 @@ namespace detail {
 /// What the Ascend tools read as a job's layout: the rank and world size,
 /// unless the program gave its own (session::add_metadata("distributed_args",
 /// {...}), as training frameworks give tensor, pipeline and data parallel
-/// sizes). Null outside a distributed job.
+/// sizes; an object, as the tools read it: other values stay under "user"
+/// only). Null outside a distributed job.
 inline nlohmann::json distributed_args(const trace_data& d, const nlohmann::json& user) {
-  if (user.is_object() && user.contains("distributed_args")) return user["distributed_args"];
+  if (user.is_object() && user.contains("distributed_args") && user["distributed_args"].is_object()) {
+    return user["distributed_args"];
+  }
   const int rank = d.config.value("rank", -1), world_size = d.config.value("world_size", -1);
   if (rank < 0 && world_size < 0) return nullptr;
   return {{"rank", rank}, {"world_size", world_size}};
@@ -94,6 +97,7 @@ inline nlohmann::json render_metadata(const trace_data& d, std::size_t events, s
         {"domains_over_limit", d.counts.domains_over_limit},
         {"destroyed_domain_calls", d.counts.destroyed_domain_calls},
         {"device_unresolved", d.counts.device_unresolved},
+        {"device_unpaired", d.counts.device_unpaired},
         {"short_ranges", d.counts.short_ranges},
         {"outside_window", d.counts.outside_window},
         {"evicted_bytes", d.counts.evicted_bytes},

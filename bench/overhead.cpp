@@ -660,7 +660,8 @@ std::uintmax_t file_bytes_under(const std::string& dir, const std::string& name)
 std::uintmax_t trace_file_bytes(const std::string& dir) { return file_bytes_under(dir, "trace_view.json"); }
 
 // The database export (export_type "db") of the same recording as the JSON
-// rows: events a second, and its bytes per range next to the JSON's.
+// rows: events a second, and its bytes per range next to the JSON's; then
+// of as many marks (each also a PYTORCH_API and a CONNECTION_IDS row).
 void database_rows(double json_bytes_per_event) {
 #if defined(NPUPROF_BENCH_DATABASE)
   constexpr int n = 1'000'000;
@@ -668,8 +669,19 @@ void database_rows(double json_bytes_per_event) {
   cfg.output_dir = "/tmp/npuprof-bench-database";
   cfg.export_type = {"db"};
   static const npuprof::registered_string<bench_domain> name{"exported range"};
-  std::vector<double> rates;
+  std::vector<double> rates, mark_rates;
   double bytes_per_event = 0;
+  for (int run = 0; run < 3; ++run) {
+    npuprof::session s{cfg};
+    s.start();
+    for (int i = 0; i < n; ++i) npuprof::mark<bench_domain>(name);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto t0 = std::chrono::steady_clock::now();
+    s.stop();
+    mark_rates.push_back(n / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 1e6);
+    std::error_code ec;
+    std::filesystem::remove_all(cfg.output_dir, ec);
+  }
   for (int run = 0; run < 3; ++run) {
     npuprof::session s{cfg};
     s.start();
@@ -685,6 +697,8 @@ void database_rows(double json_bytes_per_event) {
   }
   std::printf("%-40s %9.2f %9s  %s\n", "export db: M events/s (median of 3)", median(rates), "",
               ">= 2 on one core (stop+write)");
+  std::printf("%-40s %9.2f %9s  %s\n", "export db, marks: M events/s (median of 3)", median(mark_rates), "",
+              "each mark also a PYTORCH_API and a CONNECTION_IDS row");
   std::printf("%-40s %9.2f %9.2f  %s\n", "export db: bytes per range", bytes_per_event,
               json_bytes_per_event > 0 ? json_bytes_per_event / bytes_per_event : 0.0,
               "ratio: the JSON's bytes per range to these");

@@ -162,7 +162,8 @@ class sqlite_file {
   std::vector<sqlite3_stmt*> statements_;
 };
 
-/// Rows of integers for one table, inserted `batch` rows per statement: a
+/// Rows of integers for one table (a table's name, or a name with the columns
+/// the rows fill: "T(a, b)"), inserted `batch` rows per statement: a
 /// statement's run costs more than a row's values.
 class integer_rows {
  public:
@@ -213,8 +214,12 @@ class integer_rows {
 class database_rows {
  public:
   database_rows(sqlite_file& db, const trace_data& d)
-      : db_(db), d_(d), mstx_(db, "MSTX_EVENTS", 10), task_(db, "TASK", 11), connections_(db, "CONNECTION_IDS", 2) {
-    api_ = db.prepare("INSERT INTO PYTORCH_API VALUES (?, ?, ?, ?, ?, NULL, NULL, NULL, NULL, NULL, ?)");
+      : db_(db),
+        d_(d),
+        mstx_(db, "MSTX_EVENTS", 10),
+        task_(db, "TASK", 11),
+        connections_(db, "CONNECTION_IDS", 2),
+        api_(db, "PYTORCH_API(startNs, endNs, globalTid, connectionId, name, type)", 6) {
     strings_ = db.prepare("INSERT INTO STRING_IDS VALUES (?, ?)");
     counters_ = db.prepare("INSERT INTO NPUPROF_COUNTERS VALUES (?, ?, ?, ?, ?)");
     cpu_ = db.prepare("INSERT INTO CPU_USAGE VALUES (?, 'process', ?)");
@@ -241,6 +246,7 @@ class database_rows {
     mstx_.flush();
     task_.flush();
     connections_.flush();
+    api_.flush();
     sqlite3_stmt* steps = db_.prepare("INSERT INTO STEP_TIME VALUES (?, ?, ?)");
     for (const step_span& s : d_.steps) db_.insert(steps, std::int64_t{s.id}, epoch(s.start_ns), epoch(s.end_ns));
     const bool device = d_.backend.value("name", std::string()) == "acl";
@@ -310,7 +316,7 @@ class database_rows {
   // CONNECTION_IDS (the cluster analysis reads a mark's framework time so).
   void add_api_call(std::int64_t at, std::int64_t tid, std::int64_t name, std::int64_t connection) {
     const std::int64_t link = next_api_link_++;
-    db_.insert(api_, at, at, tid, link, name, api_type_mstx);
+    api_.add({at, at, tid, link, name, api_type_mstx});
     connections_.add({link, connection});
   }
 
@@ -391,8 +397,8 @@ class database_rows {
 
   sqlite_file& db_;
   const trace_data& d_;
-  integer_rows mstx_, task_, connections_;
-  sqlite3_stmt *strings_, *counters_, *cpu_, *memory_, *api_;
+  integer_rows mstx_, task_, connections_, api_;
+  sqlite3_stmt *strings_, *counters_, *cpu_, *memory_;
   double memory_mib_ = 0;
   std::vector<std::int64_t> connection_;  // of each event of the window
   std::int64_t next_connection_ = first_mstx_connection, next_task_ = 0, next_api_link_ = 0;

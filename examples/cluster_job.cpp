@@ -22,16 +22,21 @@
 #include <npuprof/database.hpp>
 #endif
 
-#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <new>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include "simulated_acl.h"
@@ -64,8 +69,31 @@ std::string hccl_message(const char* op, int stream_id, long count, const char* 
 
 void sleep_us(int us) { std::this_thread::sleep_for(std::chrono::microseconds(us)); }
 
+// The ranks' meeting point, in memory the processes share. A rank that
+// waits longer than a minute gives up: another rank died.
+struct barrier {
+  int ranks = 0;
+  std::atomic<int> arrived{0};
+  std::atomic<int> generation{0};
+
+  bool wait() {
+    const int gen = generation.load();
+    if (arrived.fetch_add(1) + 1 == ranks) {
+      arrived.store(0);
+      generation.fetch_add(1);
+      return true;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (generation.load() == gen) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      sleep_us(20);
+    }
+    return true;
+  }
+};
+
 // One rank: its own session, its steps, its trace.
-int run_rank(const job& j, int rank, pthread_barrier_t* all_reduce) {
+int run_rank(const job& j, int rank, barrier* all_reduce) {
   npuprof::config cfg = npuprof::config::from_env();
   cfg.rank = rank;
   cfg.world_size = j.ranks;
@@ -93,8 +121,9 @@ int run_rank(const job& j, int rank, pthread_barrier_t* all_reduce) {
   npuprof::name_stream(compute, "compute");
   npuprof::name_stream(hccl, "hccl");
   const std::string all_reduce_op = hccl_message("HcclAllreduce", 1, 1 << 20, "fp16");
-  if (all_reduce != nullptr) pthread_barrier_wait(all_reduce);  // the job starts when every rank is up
+  if (all_reduce != nullptr && !all_reduce->wait()) return 3;  // the job starts when every rank is up
 
+  bool lost = false;
   for (int step = 0; step < j.steps; ++step) {
     {
       npuprof::scoped_range<train> r{"prepare batch"};  // host only
@@ -110,7 +139,11 @@ int run_rank(const job& j, int rank, pthread_barrier_t* all_reduce) {
     {
       // The device waits in the all-reduce until every rank has come.
       npuprof::scoped_range<comm> r{all_reduce_op, hccl};
-      if (all_reduce != nullptr) pthread_barrier_wait(all_reduce);
+      if (all_reduce != nullptr && !all_reduce->wait()) {
+        std::fprintf(stderr, "cluster job: rank %d: another rank is gone; stopping\n", rank);
+        lost = true;
+        break;
+      }
       npuprof_sim_launch_kernel(hccl, 300);
       aclrtSynchronizeStream(hccl);
     }
@@ -120,29 +153,55 @@ int run_rank(const job& j, int rank, pthread_barrier_t* all_reduce) {
   std::printf("npuprof: rank %d of %d: trace written to %s\n", rank, j.ranks, dir.c_str());
   aclrtDestroyStream(compute);
   aclrtDestroyStream(hccl);
-  return 0;
+  return lost ? 3 : 0;
+}
+
+// A rank, its errors said and turned into its exit status.
+int run_rank_safely(const job& j, int rank, barrier* all_reduce) {
+  try {
+    return run_rank(j, rank, all_reduce);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cluster job: rank %d: %s\n", rank, e.what());
+    return 1;
+  }
+}
+
+// `text` as a whole number in [low, high].
+bool number(const char* text, int low, int high, int& out) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || errno != 0 || v < low || v > high) return false;
+  out = static_cast<int>(v);
+  return true;
 }
 
 bool parse(int argc, char** argv, job& j) {
+  bool slow_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (i + 1 >= argc) return false;
     const char* v = argv[++i];
+    bool ok = true;
     if (a == "--ranks") {
-      j.ranks = std::atoi(v);
+      ok = number(v, 1, 64, j.ranks);
     } else if (a == "--steps") {
-      j.steps = std::atoi(v);
+      ok = number(v, 1, 100000, j.steps);
     } else if (a == "--slow-rank") {
-      j.slow_rank = std::atoi(v);
+      ok = number(v, 0, 63, j.slow_rank);
+      slow_given = true;
     } else if (a == "--only-rank") {
-      j.only_rank = std::atoi(v);
+      ok = number(v, 0, 63, j.only_rank);
     } else if (a == "--out") {
       j.out = v;
+      ok = !j.out.empty();
     } else {
-      return false;
+      ok = false;
     }
+    if (!ok) return false;
   }
-  return j.ranks > 0 && j.ranks <= 64 && j.steps > 0 && j.only_rank < j.ranks;
+  if (!slow_given && j.slow_rank >= j.ranks) j.slow_rank = j.ranks - 1;
+  return j.slow_rank < j.ranks && j.only_rank < j.ranks;
 }
 
 }  // namespace
@@ -151,25 +210,33 @@ int main(int argc, char** argv) {
   job j;
   if (!parse(argc, argv, j)) {
     std::fprintf(stderr,
-                 "usage: %s [--ranks 1..64] [--steps N] [--slow-rank R] [--only-rank R] [--out DIR]\n", argv[0]);
+                 "usage: %s [--ranks 1..64] [--steps 1..100000] [--slow-rank R] [--only-rank R] [--out DIR]\n"
+                 "       (R: a rank below --ranks, 8 by default)\n",
+                 argv[0]);
     return 2;
   }
-  if (j.only_rank >= 0) return run_rank(j, j.only_rank, nullptr);
+  if (!j.out.empty()) {  // checked once, before the ranks start
+    std::error_code ec;
+    std::filesystem::create_directories(j.out, ec);
+    if (ec || !std::filesystem::is_directory(j.out)) {
+      std::fprintf(stderr, "cluster job: cannot use '%s' for the traces: %s\n", j.out.c_str(),
+                   ec ? ec.message().c_str() : "not a directory");
+      return 1;
+    }
+  }
+  if (j.only_rank >= 0) return run_rank_safely(j, j.only_rank, nullptr);
 
   // The ranks' all-reduce: a barrier the processes share.
-  void* shared = ::mmap(nullptr, sizeof(pthread_barrier_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* shared = ::mmap(nullptr, sizeof(barrier), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return 1;
-  auto* barrier = static_cast<pthread_barrier_t*>(shared);
-  pthread_barrierattr_t attr;
-  pthread_barrierattr_init(&attr);
-  pthread_barrierattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-  pthread_barrier_init(barrier, &attr, static_cast<unsigned>(j.ranks));
+  auto* all_reduce = new (shared) barrier;
+  all_reduce->ranks = j.ranks;
   std::fflush(stdout);
   for (int rank = 0; rank < j.ranks; ++rank) {
     const pid_t pid = ::fork();
     if (pid < 0) return 1;
     if (pid == 0) {
-      const int rc = run_rank(j, rank, barrier);
+      const int rc = run_rank_safely(j, rank, all_reduce);
       std::fflush(stdout);
       ::_exit(rc);
     }

@@ -225,7 +225,10 @@ def main():
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         comm_time[0] = check_mstx2commop(db, 0, facts["mstx2commop"])
         db.close()
-        check(min(comm_time, key=comm_time.get) == SLOW_RANK, f"communication time by rank: {comm_time}")
+        if os.environ.get("NPUPROF_TEST_SANITIZED"):
+            print(f"under a sanitizer, which rank waits least is not checked: {comm_time}")
+        else:
+            check(min(comm_time, key=comm_time.get) == SLOW_RANK, f"communication time by rank: {comm_time}")
 
         single = find_runs(env_free, facts["discovery"])
         check(list(single) == [-1], f"a run without a rank: {dict(single)}")

@@ -193,6 +193,13 @@ TEST_CASE("marks, ranges and domains from several threads, with ends on other th
     CHECK(t.named("comm range " + n, "X").at(0)["args"]["domain"] == "comm");
     const auto handed = t.named("handed " + n, "X").at(0);
     CHECK(handed["args"]["end_tid"] != handed["args"].value("tid", 0));
+    // Drawn on a cross-thread track, it names the thread that began it: the
+    // one whose track holds "range n", which is named in the trace.
+    const auto begun_on = t.named("range " + n, "X").at(0)["tid"];
+    REQUIRE(handed["args"].contains("begin_tid"));
+    CHECK(handed["args"]["begin_tid"] == begun_on);
+    CHECK(handed["args"]["end_tid"] != begun_on);
+    CHECK(t.thread_name(begun_on.get<std::uint64_t>()) != "");
     CHECK_FALSE(handed["args"].contains("incomplete"));
   }
   test::check_nesting(t);

@@ -3,6 +3,9 @@
 #include "support.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <thread>
 #include <set>
 #include <string>
 #include <tuple>
@@ -225,7 +228,7 @@ std::vector<std::tuple<long, std::int64_t, std::int64_t>> step_slices(const test
     const std::string name = e["name"];
     if (name.rfind("ProfilerStep#", 0) != 0) continue;
     CHECK(e["args"]["domain"] == "steps");
-    CHECK(t.thread_name(e["tid"].get<std::uint64_t>()) == "Steps");
+    if (out.empty()) CHECK(t.thread_name(e["tid"].get<std::uint64_t>()) == "Steps");  // one track for all
     const std::int64_t ts = test::to_ns(e["ts"]);
     out.emplace_back(std::stol(name.substr(13)), ts, ts + test::to_ns(e["dur"]));
   }
@@ -284,4 +287,58 @@ TEST_CASE("a schedule cycle holds its recording steps only, as torch_npu numbers
   CHECK(std::get<0>(steps[0]) == 2);
   CHECK(std::get<0>(steps[1]) == 3);
   CHECK(std::get<1>(steps[1]) == std::get<2>(steps[0]));
+}
+
+TEST_CASE("past 65536 ended steps the oldest are let go, and the trace says from when its steps are complete") {
+  test::temp_dir dir;
+  npuprof::session s{test::config_in(dir)};
+  s.start();
+  constexpr long steps = 70000;
+  for (long i = 0; i < steps; ++i) s.step();
+  const auto t = test::load(s.stop());
+  const auto kept = step_slices(t);
+  REQUIRE(kept.size() == 65537);  // the latest 65536 ended, and the one stop() ended
+  CHECK(std::get<0>(kept.front()) == steps - 65536);
+  CHECK(std::get<0>(kept.back()) == steps);
+  REQUIRE(t.meta["collection"].contains("steps_from_ns"));
+  CHECK(std::llabs(t.meta["collection"]["steps_from_ns"].get<std::int64_t>() - std::get<1>(kept.front())) <= 1);
+}
+
+TEST_CASE("a schedule cycle whose steps are all kept says nothing of steps let go long before") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  cfg.schedule = npuprof::schedule{/*wait*/ 1, /*active*/ 2, /*warmup*/ 1, /*repeat*/ 1, /*skip_first*/ 70000};
+  std::vector<test::fs::path> written;
+  cfg.on_trace_ready = [&](const test::fs::path& p) { written.push_back(p); };
+  npuprof::session s{cfg};
+  s.start();
+  for (int i = 0; i < 70004; ++i) s.step();
+  s.stop();
+  REQUIRE(written.size() == 1);
+  const auto t = test::load(written[0]);
+  CHECK(step_slices(t).size() == 2);
+  CHECK_FALSE(t.meta["collection"].contains("steps_from_ns"));
+}
+
+TEST_CASE("step() without a schedule goes on while a dump is being written") {
+  test::temp_dir dir;
+  auto cfg = test::config_in(dir);
+  std::atomic<bool> stepped{false}, in_callback{false};
+  std::atomic<bool> stepped_meanwhile{false};
+  cfg.on_trace_ready = [&](const test::fs::path&) {
+    in_callback = true;
+    // Held here until the main thread has stepped (at most 10 s: a step()
+    // that waited for this dump would never come).
+    for (int i = 0; i < 10000 && !stepped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    stepped_meanwhile = stepped.load();
+  };
+  npuprof::session s{cfg};
+  s.start();
+  std::thread dumper([&] { s.dump("held"); });
+  while (!in_callback) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  s.step();
+  stepped = true;
+  dumper.join();
+  CHECK(stepped_meanwhile);
+  s.stop();
 }

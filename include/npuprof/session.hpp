@@ -187,7 +187,10 @@ class session {
 
   /// Adds `key: value` to the "user" section of profiler_metadata.json (the
   /// model, the build, the request mix...). A later value for a key wins.
-  void add_metadata(const std::string& key, nlohmann::json value) { user_metadata_[key] = std::move(value); }
+  void add_metadata(const std::string& key, nlohmann::json value) {
+    std::lock_guard<detail::recursive_mutex> lock(detail::state().control);  // a dump may be copying them
+    user_metadata_[key] = std::move(value);
+  }
 
   /// Where live metrics are served while the session runs ("host:port",
   /// with the port taken for port 0), or "" when they are not.
@@ -569,6 +572,15 @@ inline void session::clear() {
 
 inline void session::step() {
   refuse_in_fork_child("step");
+  if (!cfg_.schedule) {
+    // Without a schedule a step is only noted: no dump being written holds
+    // it up (a dump keeps dump_mutex_ while it writes).
+    std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
+    if (!running()) throw error("npuprof: step(): the session is not running");
+    end_step(steady_ns());
+    steps_.advance();
+    return;
+  }
   std::shared_ptr<detail::collected> cycle;
   {
     std::lock_guard<std::recursive_mutex> dumping(dump_mutex_);
@@ -931,7 +943,12 @@ inline void session::finish_collection(detail::collected& c, std::int64_t end_ns
                                  {"unavailable", host_sys_unavailable_}};
   }
   c.min_duration_ns = static_cast<std::int64_t>(cfg_.min_duration_us) * 1000;
-  // Steps are cut to the data: a cycle's or a window's.
+  // Steps are cut to the data: a cycle's or a window's. Where older steps
+  // were let go and the data begins before the oldest kept, it says from
+  // when its steps are complete.
+  if (d.steps_not_kept > 0 && !d.steps.empty() && d.steps.front().start_ns > d.start_ns) {
+    d.collection["steps_from_ns"] = d.steps.front().start_ns;
+  }
   std::vector<step_span> kept;
   for (step_span s : d.steps) {
     s.start_ns = std::max(s.start_ns, d.start_ns);
@@ -939,7 +956,6 @@ inline void session::finish_collection(detail::collected& c, std::int64_t end_ns
     if (s.start_ns < s.end_ns) kept.push_back(s);
   }
   d.steps = std::move(kept);
-  if (d.steps_not_kept > 0) d.collection["steps_not_kept"] = d.steps_not_kept;
 }
 
 // Ends the current step at `now_ns` (under the control lock): it is kept,

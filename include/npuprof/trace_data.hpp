@@ -114,7 +114,7 @@ struct trace_data {
   /// The steps the data covers, in order, cut to it; none when the program
   /// never called session::step().
   std::vector<step_span> steps;
-  std::uint64_t steps_not_kept = 0;  // ended steps let go beyond the latest 65536
+  std::uint64_t steps_not_kept = 0;  // ended steps the session let go (it keeps the latest 65536)
   /// How this data was collected: "session", a schedule "cycle" or a
   /// flight recorder "dump", with the details (steps, reason, window).
   nlohmann::json collection = {{"mode", "session"}};

@@ -435,6 +435,7 @@ class trace_view_writer {
       const trace_event& e = events[i];
       if (e.what == trace_event::type::slice && e.end_tid != e.tid) end_tids_.insert(e.end_tid);
       if (e.what == trace_event::type::slice && e.id_matched && e.end_tid != e.tid) {
+        end_tids_.insert(e.tid);  // named for its begin_tid
         moved.push_back(i);
       } else {
         list.push_back(i);
@@ -651,7 +652,7 @@ class trace_view_writer {
       write_meta_event(out, "thread_sort_index", tid, true, "sort_index", "", index++);
     }
     // Threads that only ended ranges begun elsewhere have no track of their
-    // own, but their names are what an `end_tid` refers to.
+    // own, but their names are what an `end_tid` (or a `begin_tid`) refers to.
     for (std::uint32_t tid : end_tids_) {
       if (std::binary_search(tids.begin(), tids.end(), tid)) continue;
       auto it = data_.thread_names.find(tid);
@@ -678,7 +679,7 @@ class trace_view_writer {
     if (head_ == nullptr || e.name != texts_name_ || key != texts_key_) find_texts(e, track, key);
     const padded_text& head = *head_;
     const padded_text& tail = *tail_;
-    raw_writer w(out, head.view().size() + tail.view().size() + 160);
+    raw_writer w(out, head.view().size() + tail.view().size() + 200);
     w.put(head);
     w.microseconds(e.ts, high_);
     if (slice) {
@@ -694,6 +695,10 @@ class trace_view_writer {
     if (slice && e.end_tid != e.tid) {
       w.literal(",\"end_tid\":");
       w.integer(e.end_tid);
+    }
+    if (track != e.tid) {  // on a cross-thread track: the thread that began it
+      w.literal(",\"begin_tid\":");
+      w.integer(e.tid);
     }
     if (e.incomplete) w.literal(",\"incomplete\":true");
     if (e.began_before_window) w.literal(",\"began_before_window\":true");
@@ -955,7 +960,7 @@ class trace_view_writer {
   std::map<std::uint32_t, std::size_t> lanes_used_;
   std::uint64_t flows_ = 0;
   std::vector<std::uint32_t> tids_;  // threads with events on their own track
-  std::set<std::uint32_t> end_tids_; // threads that ended a slice begun elsewhere
+  std::set<std::uint32_t> end_tids_; // threads that ended a slice begun elsewhere, or began one moved
   std::size_t lane_count_ = 0;
   bool first_ = true;
 };

@@ -589,7 +589,6 @@ inline void session::step() {
     if (!running()) throw error("npuprof: step(): the session is not running");
     end_step(steady_ns());
     const detail::step_change change = steps_.advance();
-    if (!steps_.scheduled()) return;
     if (!change.resumes()) st.domains.set_recording(detail::records(change.begins));
     if (change.saves_cycle()) {
       records_.take_published();

@@ -51,8 +51,9 @@ enum class mstx_event_type : int { marker = 0, push_pop = 1, start_end = 2, mark
 /// ENUM_API_TYPE's "mstx": PYTORCH_API rows of mstx calls.
 inline constexpr std::int64_t api_type_mstx = 50004;
 
-/// The database schema version the tables follow (META_DATA SCHEMA_VERSION).
-inline constexpr const char* schema_version[] = {"1.2.0", "1", "2", "0"};
+/// The database schema version the tables follow, as META_DATA rows.
+inline constexpr std::pair<const char*, const char*> schema_version[] = {
+    {"SCHEMA_VERSION", "1.2.0"}, {"SCHEMA_VERSION_MAJOR", "1"}, {"SCHEMA_VERSION_MINOR", "2"}, {"SCHEMA_VERSION_MICRO", "0"}};
 
 /// The tables, as msprof declares them, then npuprof's own (NPUPROF_*).
 inline constexpr const char* database_schema = R"(
@@ -262,11 +263,7 @@ class database_rows {
     sqlite3_stmt* rank = db_.prepare("INSERT INTO RANK_DEVICE_MAP VALUES (?, ?)");
     db_.insert(rank, std::int64_t{d_.config.value("rank", -1)}, std::int64_t{device ? d_.device_id : -1});
     sqlite3_stmt* meta = db_.prepare("INSERT INTO META_DATA VALUES (?, ?)");
-    const char* version_names[] = {"SCHEMA_VERSION", "SCHEMA_VERSION_MAJOR", "SCHEMA_VERSION_MINOR",
-                                   "SCHEMA_VERSION_MICRO"};
-    for (int i = 0; i < 4; ++i) {
-      db_.insert(meta, std::string_view(version_names[i]), std::string_view(schema_version[i]));
-    }
+    for (const auto& [name, value] : schema_version) db_.insert(meta, std::string_view(name), std::string_view(value));
     // As torch_npu fills it from its profiler_metadata.json: each entry's
     // value as JSON (a string with its quotes).
     for (auto it = metadata.begin(); it != metadata.end(); ++it) {

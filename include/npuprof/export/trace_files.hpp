@@ -44,7 +44,7 @@ inline std::vector<trace_event> step_slices(trace_data& d) {
   d.thread_names[steps_track] = "Steps";
   for (const step_span& s : d.steps) {
     trace_event e;
-    e.domain = static_cast<std::uint16_t>(std::min<std::size_t>(domain, 0xffff));
+    e.domain = static_cast<std::uint16_t>(domain);  // below max_domains
     e.name = static_cast<std::uint32_t>(d.strings.size());
     d.strings.push_back("ProfilerStep#" + std::to_string(s.id));
     e.tid = e.end_tid = steps_track;

@@ -17,18 +17,25 @@
 #include <npuprof/database.hpp>  // export_type "db"
 #endif
 
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+
 #include <atomic>
-#include <cstdio>
+#include <cstdlib>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <string>
+#include <thread>
 
 #include "mstx_abi.h"
+#include "mstx_domains.hpp"
+#include "mstx_range_ids.hpp"
 
 namespace {
 
-using npuprof::detail::domain_handle;
+using npuprof::detail::markers;
+using npuprof::detail::say;
 
 constexpr std::size_t max_domain_name = 1023;
 
@@ -50,107 +57,101 @@ npuprof::runtime_domain default_domain() {
   return d;
 }
 
-// An mstx domain handle: npuprof's domain of that name, and whether the
-// program destroyed it. Never freed: a name keeps its handle for the life of
-// the process, and creating the name again after a destroy revives it.
-struct mstx_domain {
-  domain_handle* handle;
-  std::atomic<bool> destroyed{false};
+// Both constant-initialized (zero pages until used) and never destroyed:
+// mstx calls may come while the process exits.
+npuprof_mstx::domains g_domains;
+npuprof_mstx::range_ids g_ranges;
+
+// Where this process stands: each call that records reads it once.
+enum phase : int {
+  recording,        // as the program runs
+  child_to_start,   // a fork() child whose first mstx call starts its own session
+  written,          // the trace was written at exit: a call now is counted, not recorded
 };
+std::atomic<int> g_phase{recording};
 
-mstx_domain* as_domain(mstxDomainHandle_t h) { return reinterpret_cast<mstx_domain*>(h); }
+bool may_record_slow(int p);
 
-// A NULL handle is mstx's default domain (the memory header's globalDomain).
-npuprof::runtime_domain from_handle(mstxDomainHandle_t h) {
-  return h == nullptr ? default_domain() : npuprof::runtime_domain(*as_domain(h)->handle);
+/// Whether an mstx call may record now (it may start a fork() child's session).
+inline bool may_record() {
+  const int p = g_phase.load(std::memory_order_acquire);
+  return NPUPROF_LIKELY(p == recording) || may_record_slow(p);
 }
 
-// Marks and range starts on a destroyed domain record nothing: counted, and
-// the first one said on stderr.
-bool destroyed(mstxDomainHandle_t h) {
-  if (h == nullptr || !as_domain(h)->destroyed.load(std::memory_order_acquire)) return false;
-  npuprof::detail::markers().stats.bump(npuprof::detail::markers().stats.destroyed_domain_calls);
-  static std::atomic<bool> warned{false};
-  if (!warned.exchange(true)) {
-    npuprof::detail::say("mstx call on destroyed domain '%s' ignored (further ones are counted as "
-                         "destroyed_domain_calls)",
-                         as_domain(h)->handle->name);
+// A handle mstxDomainCreateA did not return: counted, the first said.
+void count_foreign_handle() {
+  markers().stats.bump(markers().stats.foreign_domain_handles);
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    say("mstx call with a domain handle that is not a handle mstxDomainCreateA returned: ignored (further ones "
+        "are counted as foreign_domain_handles)");
   }
-  return true;
 }
 
-// The streams of open stream-tied ranges, by range id: mstxRangeEnd has no
-// stream argument, and a range's device end is recorded on its begin's
-// stream. Lock-free, of fixed size: a range that finds no room within a few
-// slots of its id's place ends on the host only, and its device begin is
-// counted (device_unpaired) instead of drawn. While none is open (most
-// programs, most of the time) an end costs one load, not a search.
-class range_streams {
- public:
-  bool put(std::uint64_t id, void* stream) noexcept {
-    for (std::size_t i = 0; i < probes; ++i) {
-      slot& s = table_[(place(id) + i) & (slots - 1)];
-      std::uint64_t free = 0;
-      if (s.id.load(std::memory_order_relaxed) == 0 && s.id.compare_exchange_strong(free, id, std::memory_order_acq_rel)) {
-        // Read only after the range's start returned its id.
-        s.stream.store(stream, std::memory_order_release);
-        open_.fetch_add(1, std::memory_order_release);  // before the id is returned, so before its end
-        return true;
-      }
-    }
-    return false;
+// Marks and range starts on a destroyed domain: counted, the first said.
+void count_destroyed(const npuprof_mstx::domain& d) {
+  markers().stats.bump(markers().stats.destroyed_domain_calls);
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    say("mstx call on destroyed domain '%s' ignored (further ones are counted as destroyed_domain_calls)",
+        d.handle->name);
   }
+}
 
-  /// The stream `id` began on, forgotten; null for a range tied to none
-  /// (or ended already).
-  void* take(std::uint64_t id) noexcept {
-    if (open_.load(std::memory_order_acquire) == 0) return nullptr;
-    for (std::size_t i = 0; i < probes; ++i) {
-      slot& s = table_[(place(id) + i) & (slots - 1)];
-      if (s.id.load(std::memory_order_acquire) != id) continue;
-      void* stream = s.stream.load(std::memory_order_acquire);
-      std::uint64_t mine = id;  // one of two racing ends frees the slot
-      if (!s.id.compare_exchange_strong(mine, 0, std::memory_order_acq_rel)) return nullptr;
-      open_.fetch_sub(1, std::memory_order_relaxed);
-      return stream;
-    }
+/// The domain `h` names, or null when a mark or range start in it records
+/// nothing (destroyed, or not a handle of ours). NULL is mstx's default
+/// domain (the memory header's globalDomain).
+npuprof::detail::domain_handle* recording_domain(mstxDomainHandle_t h) {
+  if (h == nullptr) return &default_domain().handle();
+  npuprof_mstx::domain* d = g_domains.find(h);
+  if (d == nullptr) {
+    count_foreign_handle();
     return nullptr;
   }
-
- private:
-  static constexpr std::size_t slots = std::size_t{1} << 15;  // open stream-tied ranges at once, about
-  static constexpr std::size_t probes = 16;
-  struct slot {
-    std::atomic<std::uint64_t> id{0};
-    std::atomic<void*> stream{nullptr};
-  };
-  static std::size_t place(std::uint64_t id) noexcept {
-    return static_cast<std::size_t>((id * 0x9e3779b97f4a7c15ull) >> 40);
+  if (d->destroyed.load(std::memory_order_acquire)) {
+    count_destroyed(*d);
+    return nullptr;
   }
-  alignas(64) std::atomic<std::uint64_t> open_{0};  // stream-tied ranges in the table
-  alignas(64) slot table_[slots];
-};
-
-range_streams& open_streams() {
-  static range_streams* table = new range_streams();  // never destroyed: ends may come during exit
-  return *table;
+  return d->handle;
 }
 
-mstxRangeId start_tied(npuprof::runtime_domain d, const char* message, aclrtStream stream) {
-  const mstxRangeId id = npuprof::range_start(d, message, stream);
-  if (id != 0 && stream != nullptr) open_streams().put(id, stream);
-  return id;
+// A range begun with no 32-bit id free: recorded, but it cannot be ended.
+void count_over_limit() {
+  markers().stats.bump(markers().stats.mstx_ranges_over_limit);
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    say("no mstx range id free (%u mstx ranges are open at most): a range begun now is recorded but returns 0 "
+        "and stays open (counted as mstx_ranges_over_limit)",
+        static_cast<unsigned>(npuprof_mstx::range_ids::places));
+  }
 }
 
-void end_tied(npuprof::runtime_domain d, mstxRangeId id) {
-  if (id != 0) npuprof::range_end(d, id, open_streams().take(id));
+mstxRangeId start_range(npuprof::detail::domain_handle& d, const char* message, aclrtStream stream) {
+  const npuprof::range_id id = npuprof::range_start(npuprof::runtime_domain(d), message, stream);
+  if (id == 0) return 0;
+  const std::uint32_t mstx = g_ranges.open(id, stream);
+  if (mstx == 0) count_over_limit();
+  return mstx;
 }
 
-void mark_a(const char* message, aclrtStream stream) { npuprof::mark(default_domain(), message, stream); }
+// The range's device end goes on the stream its begin was tied to.
+void end_range(npuprof::detail::domain_handle& d, mstxRangeId mstx) {
+  if (mstx == 0) return;
+  const npuprof_mstx::range_ids::range r = g_ranges.close(mstx);
+  npuprof::range_end(npuprof::runtime_domain(d), r.id, r.stream);
+}
 
-mstxRangeId range_start_a(const char* message, aclrtStream stream) { return start_tied(default_domain(), message, stream); }
+void mark_a(const char* message, aclrtStream stream) {
+  if (may_record()) npuprof::mark(default_domain(), message, stream);
+}
 
-void range_end(mstxRangeId id) { end_tied(default_domain(), id); }
+mstxRangeId range_start_a(const char* message, aclrtStream stream) {
+  return may_record() ? start_range(default_domain().handle(), message, stream) : 0;
+}
+
+void range_end(mstxRangeId id) {
+  if (may_record()) end_range(default_domain().handle(), id);
+}
 
 void get_tool_id(uint64_t* id) {
   if (id != nullptr) *id = NPUPROF_MSTX_TOOL_ID;
@@ -158,36 +159,57 @@ void get_tool_id(uint64_t* id) {
 
 mstxDomainHandle_t domain_create_a(const char* name) {
   if (!valid_domain_name(name)) {
-    npuprof::detail::markers().stats.bump(npuprof::detail::markers().stats.rejected_domain_names);
+    markers().stats.bump(markers().stats.rejected_domain_names);
     return nullptr;
   }
-  static std::mutex mutex;
-  static auto* handles = new std::map<std::string, mstx_domain*>();
-  try {
-    std::lock_guard<std::mutex> lock(mutex);
-    mstx_domain*& d = (*handles)[name];
-    if (d == nullptr) d = new mstx_domain{&npuprof::domain_by_name(name).handle()};
-    d->destroyed.store(false, std::memory_order_release);
-    return reinterpret_cast<mstxDomainHandle_t>(d);
-  } catch (...) {
-    return nullptr;
+  npuprof_mstx::domain* d = g_domains.create(name);
+  if (d == nullptr) {
+    markers().stats.bump(markers().stats.rejected_domain_names);
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) {
+      say("mstx domain '%s' not created: %u mstx domains exist already (further ones are counted as "
+          "rejected_domain_names)",
+          name, static_cast<unsigned>(npuprof_mstx::domains::capacity));
+    }
+  }
+  return reinterpret_cast<mstxDomainHandle_t>(d);
+}
+
+void domain_destroy(mstxDomainHandle_t h) {
+  if (h == nullptr) return;
+  if (npuprof_mstx::domain* d = g_domains.find(h)) {
+    d->destroyed.store(true, std::memory_order_release);
+  } else {
+    count_foreign_handle();
   }
 }
 
-void domain_destroy(mstxDomainHandle_t domain) {
-  if (domain != nullptr) as_domain(domain)->destroyed.store(true, std::memory_order_release);
+void domain_mark_a(mstxDomainHandle_t h, const char* message, aclrtStream stream) {
+  if (!may_record()) return;
+  if (npuprof::detail::domain_handle* d = recording_domain(h)) npuprof::mark(npuprof::runtime_domain(*d), message, stream);
 }
 
-void domain_mark_a(mstxDomainHandle_t domain, const char* message, aclrtStream stream) {
-  if (!destroyed(domain)) npuprof::mark(from_handle(domain), message, stream);
+mstxRangeId domain_range_start_a(mstxDomainHandle_t h, const char* message, aclrtStream stream) {
+  if (!may_record()) return 0;
+  npuprof::detail::domain_handle* d = recording_domain(h);
+  return d == nullptr ? 0 : start_range(*d, message, stream);
 }
 
-mstxRangeId domain_range_start_a(mstxDomainHandle_t domain, const char* message, aclrtStream stream) {
-  return destroyed(domain) ? 0 : start_tied(from_handle(domain), message, stream);
+// Ranges begun before their domain's destroy still end; so does one ended
+// through a handle that is not ours (in the default domain: the range is
+// found by its id).
+void domain_range_end(mstxDomainHandle_t h, mstxRangeId id) {
+  if (!may_record()) return;
+  npuprof::detail::domain_handle* d = &default_domain().handle();
+  if (h != nullptr) {
+    if (npuprof_mstx::domain* found = g_domains.find(h)) {
+      d = found->handle;
+    } else {
+      count_foreign_handle();
+    }
+  }
+  end_range(*d, id);
 }
-
-// Ranges begun before the destroy still end.
-void domain_range_end(mstxDomainHandle_t domain, mstxRangeId id) { end_tied(from_handle(domain), id); }
 
 // Memory-tool calls are accepted and ignored. A heap registration gets a
 // non-null handle back, so that callers do not take it for a failure.
@@ -221,16 +243,91 @@ struct module_table {
   }
 };
 
-npuprof::session* g_session = nullptr;
+// --- the session: started on the first mstx call, written at exit --------
+
+npuprof::session* g_session = nullptr;  // null: none of ours runs in this process
+
+// npuprof-run names a file where each trace written is noted, a line each.
+void note_trace(const std::filesystem::path& dir) {
+  const char* list = std::getenv("NPUPROF_RUN_TRACE_LIST");
+  if (list == nullptr || list[0] == '\0') return;
+  const int fd = ::open(list, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) return;
+  const std::string line = dir.string() + "\n";
+  (void)!::write(fd, line.data(), line.size());  // one write: lines of processes that fork do not mix
+  ::close(fd);
+}
 
 void start_session() {
-  if (npuprof::detail::state().active.load() != nullptr) return;  // the program runs its own
+  npuprof::detail::process_state& st = npuprof::detail::state();
+  if (st.active.load() != nullptr) return;  // the program runs its own
   try {
-    g_session = new npuprof::session(npuprof::config::from_env());  // written at exit
+    npuprof::config cfg = npuprof::config::from_env();
+    cfg.on_trace_ready = &note_trace;
+    g_session = new npuprof::session(std::move(cfg));  // written at exit, never freed
     g_session->start();
-    npuprof::detail::say("capturing mstx markers; the trace is written at exit");
+    st.exit_write_deferred.store(true, std::memory_order_release);
+    say("capturing mstx markers; the trace is written at exit");
   } catch (const std::exception& e) {
-    npuprof::detail::say("mstx capture not started: %s", e.what());
+    g_session = nullptr;
+    say("mstx capture not started: %s", e.what());
+  }
+}
+
+// In a fork() child, npuprof's own handler has let go of the parent's session
+// (the child has none of its threads). The child gets its own session, with
+// its pid in the output directory's name, on its first mstx call: a child
+// that only execs or exits starts nothing.
+std::atomic<int> g_child_start{0};  // 0: not started, 1: starting, 2: started
+
+void after_fork_in_child() noexcept {
+  if (g_session == nullptr) return;
+  g_session = nullptr;
+  g_child_start.store(0, std::memory_order_relaxed);
+  g_phase.store(child_to_start, std::memory_order_release);
+}
+
+void start_in_child() {
+  int expected = 0;
+  if (g_child_start.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+    start_session();
+    int starting = child_to_start;  // unless the child is exiting already
+    g_phase.compare_exchange_strong(starting, recording, std::memory_order_acq_rel);
+    g_child_start.store(2, std::memory_order_release);
+    return;
+  }
+  while (g_child_start.load(std::memory_order_acquire) != 2) std::this_thread::yield();
+}
+
+bool may_record_slow(int p) {
+  if (p == child_to_start) {
+    start_in_child();
+    return true;
+  }
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) {
+    say("mstx call after the trace was written at exit: not in the trace (from a destructor that runs later, or a "
+        "thread still running)");
+  }
+  return false;
+}
+
+// An ELF destructor of this library runs after every atexit() handler and
+// static destructor of the program, so markers made from those are in the
+// trace. Calls that still come (from destructors of libraries finalized
+// after this one, or threads still running) are said.
+__attribute__((destructor)) void write_at_exit() {
+  if (g_session == nullptr) return;
+  g_phase.store(written, std::memory_order_release);
+  npuprof::detail::stop_active_session_for("exit");
+}
+
+// The tables point into this library: it must never be unloaded, and its
+// destructor must run at exit, not at a dlclose().
+void keep_loaded() {
+  Dl_info self{};
+  if (::dladdr(reinterpret_cast<const void*>(&write_at_exit), &self) != 0 && self.dli_fname != nullptr) {
+    ::dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
   }
 }
 
@@ -244,19 +341,28 @@ extern "C" __attribute__((visibility("default"))) int InitInjectionMstx(mstxGetM
     npuprof::detail::mstx_injection_reentered() = true;
     return MSTX_FAIL;
   }
-  module_table core, domain, mem;
-  const bool has_core = core.get(get, MSTX_API_MODULE_CORE, 4);
-  const bool has_domain = has_core && domain.get(get, MSTX_API_MODULE_CORE_DOMAIN, 5);
+  struct {
+    module_table core, domain;
+  } tables;
+  const bool has_core = tables.core.get(get, MSTX_API_MODULE_CORE, 4);
+  const bool has_domain = has_core && tables.domain.get(get, MSTX_API_MODULE_CORE_DOMAIN, 5);
   if (!has_core || !has_domain) {
-    npuprof::detail::say("mstx injection failed: the program's %s function table is missing or too small",
-                         !has_core ? "CORE" : "CORE_DOMAIN");
+    say("mstx injection failed: the program's %s function table is missing or too small", !has_core ? "CORE" : "CORE_DOMAIN");
     return MSTX_FAIL;
   }
   npuprof::detail::mstx_loops().add_injector(reinterpret_cast<const void*>(get));
-  start_session();  // before the tables: every call that reaches npuprof is recorded
-  core.fill({fn(&mark_a), fn(&range_start_a), fn(&range_end), fn(&get_tool_id)});
-  domain.fill({fn(&domain_create_a), fn(&domain_destroy), fn(&domain_mark_a), fn(&domain_range_start_a),
-               fn(&domain_range_end)});
+  // Once, though every module built with the mstx header brings its own tables.
+  static const bool started = [] {
+    keep_loaded();
+    start_session();  // before the tables: every call that reaches npuprof is recorded
+    ::pthread_atfork(nullptr, nullptr, &after_fork_in_child);  // after npuprof's own handler
+    return true;
+  }();
+  (void)started;
+  tables.core.fill({fn(&mark_a), fn(&range_start_a), fn(&range_end), fn(&get_tool_id)});
+  tables.domain.fill({fn(&domain_create_a), fn(&domain_destroy), fn(&domain_mark_a), fn(&domain_range_start_a),
+                      fn(&domain_range_end)});
+  module_table mem;
   // Optional: programs built with an mstx header without memory tools have no CORE_MEM table.
   if (mem.get(get, MSTX_API_MODULE_CORE_MEM, 4)) {
     mem.fill({fn(&mem_heap_register), fn(&mem_ignore), fn(&mem_ignore), fn(&mem_ignore)});

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <thread>
@@ -390,4 +391,219 @@ TEST_CASE("stream-tied mstx ranges get their device slice and flow, though mstxR
   const auto& events = t.meta["backend"]["device_events"];
   CHECK(events["taken"] == 2 * 404 + 400);  // every pool slot is in the trace
   CHECK(events["dropped_pool_empty"] == 0);
+}
+
+namespace {
+
+/// The metadata of the one trace in `dir`, and the text of its events (not
+/// parsed: some of these traces hold a million events).
+struct meta_only {
+  test::json meta;
+  std::string events;
+};
+
+meta_only read_meta(const test::temp_dir& dir) {
+  std::vector<test::fs::path> outputs;
+  for (auto& e : test::fs::directory_iterator(dir.path)) outputs.push_back(e.path());
+  REQUIRE(outputs.size() == 1);
+  return {test::read_json(outputs[0] / "profiler_metadata.json"), test::read_text(outputs[0] / "trace_view.json")};
+}
+
+// Runs `body` in a child with its stderr in `err`; returns its exit status.
+int exit_code_of_child(const test::temp_dir& dir, const test::fs::path& err,
+                       const std::vector<std::pair<const char*, const char*>>& env, const std::function<void()>& body) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    test_in_forked_child = true;
+    if (std::freopen(err.c_str(), "w", stderr) == nullptr) std::_Exit(6);
+    ::setenv("NPUPROF_OUTPUT_DIR", dir.path.c_str(), 1);
+    ::unsetenv("NPUPROF_CONFIG");
+    for (auto& [k, v] : env) ::setenv(k, v, 1);
+    body();
+    std::exit(0);
+  }
+  const int status = test::child_status(pid, 120);
+  REQUIRE(status != -1);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+TEST_CASE("range ids fit in 32 bits: a caller that keeps them in a uint32_t, as mstx's Python binding does, ends every range") {
+  test::temp_dir dir, err_dir;
+  const int code = exit_code_of_child(dir, err_dir.path / "stderr", {}, [] {
+    mstx_loader mstx;
+    if (mstx.load() != MSTX_SUCCESS) std::_Exit(3);
+    std::atomic<int> failure{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 8; ++i) {
+      threads.emplace_back([&] {
+        for (int k = 0; k < 50000; ++k) {
+          const mstxRangeId outer = mstx.range_start("outer");
+          const mstxRangeId inner = mstx.range_start("inner");
+          if (outer == 0 || inner == 0 || outer == inner) failure.store(4);
+          if (outer > 0xffffffffu || inner > 0xffffffffu) failure.store(5);
+          const std::uint32_t kept_inner = static_cast<std::uint32_t>(inner);
+          const std::uint32_t kept_outer = static_cast<std::uint32_t>(outer);
+          mstx.range_end(kept_inner);
+          mstx.range_end(kept_outer);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    if (failure.load() != 0) std::_Exit(failure.load());
+  });
+  REQUIRE(code == 0);  // 4: an id was 0 or repeated among open ranges; 5: an id above 2^32
+  const meta_only t = read_meta(dir);
+  CHECK(occurrences(t.events, "\"name\":\"outer\"") == 400000);
+  CHECK(occurrences(t.events, "\"name\":\"inner\"") == 400000);
+  CHECK(t.meta["counts"]["unmatched_range_ends"] == 0);
+  CHECK(t.meta["counts"]["repeated_range_ends"] == 0);
+  CHECK(t.meta["counts"]["open_ranges"] == 0);
+  CHECK(t.meta["counts"]["dropped_events"] == 0);
+}
+
+TEST_CASE("more mstx ranges open at once than ids for them: the ones past the limit are counted and stay open") {
+  test::temp_dir dir, err_dir;
+  const test::fs::path err = err_dir.path / "stderr";
+  const int code = exit_code_of_child(dir, err, {}, [] {
+    mstx_loader mstx;
+    if (mstx.load() != MSTX_SUCCESS) std::_Exit(3);
+    std::set<mstxRangeId> ids;
+    std::size_t zero = 0;
+    for (int k = 0; k < 140000; ++k) {
+      const mstxRangeId id = mstx.range_start("leaked");
+      if (id == 0) {
+        ++zero;
+      } else if (!ids.insert(id).second || id > 0xffffffffu) {
+        std::_Exit(4);
+      }
+    }
+    if (zero != 140000 - 131072) std::_Exit(5);
+    for (mstxRangeId id : ids) mstx.range_end(id);  // the places are free again
+    if (mstx.range_start("after") == 0) std::_Exit(6);
+  });
+  REQUIRE(code == 0);
+  const meta_only t = read_meta(dir);
+  CHECK(t.meta["counts"]["mstx_ranges_over_limit"] == 140000 - 131072);
+  CHECK(t.meta["counts"]["open_ranges"] == 140000 - 131072 + 1);
+  CHECK(t.meta["counts"]["unmatched_range_ends"] == 0);
+  const std::string text = test::read_text(err);
+  INFO(text);
+  CHECK(occurrences(text, "131072 mstx ranges are open") == 1);
+}
+
+TEST_CASE("domain handles mstxDomainCreateA did not return are ignored and counted, never a crash") {
+  test::temp_dir dir, err_dir;
+  const test::fs::path err = err_dir.path / "stderr";
+  auto t = run_child_within(dir, err, {}, [] {
+    mstx_loader mstx;
+    if (mstx.load() != MSTX_SUCCESS) std::_Exit(3);
+    mstxDomainHandle_t comm = mstx.domain_create("comm");
+    char on_stack[64] = {};
+    void* on_heap = std::malloc(64);
+    std::memset(on_heap, 0xff, 64);
+    const std::vector<mstxDomainHandle_t> foreign = {
+        reinterpret_cast<mstxDomainHandle_t>(on_stack),
+        reinterpret_cast<mstxDomainHandle_t>(on_heap),
+        reinterpret_cast<mstxDomainHandle_t>(std::uintptr_t{1}),
+        reinterpret_cast<mstxDomainHandle_t>(std::uintptr_t{16}),
+        reinterpret_cast<mstxDomainHandle_t>(std::uintptr_t{4096}),
+        reinterpret_cast<mstxDomainHandle_t>(reinterpret_cast<char*>(comm) + 1),  // inside a real handle
+        reinterpret_cast<mstxDomainHandle_t>(reinterpret_cast<char*>(comm) + (1 << 20)),
+        reinterpret_cast<mstxDomainHandle_t>(~std::uintptr_t{0})};
+    for (mstxDomainHandle_t h : foreign) {
+      mstx.domain_mark(h, "foreign mark");
+      if (mstx.domain_range_start(h, "foreign range") != 0) std::_Exit(4);
+      // A real range ended through a foreign handle still ends.
+      mstx.domain_range_end(h, mstx.domain_range_start(comm, "real range"));
+      mstx.domain_destroy(h);
+    }
+    std::free(on_heap);
+    mstx.domain_mark(comm, "comm still records");
+    mstx.domain_destroy(comm);
+    mstx.domain_mark(comm, "after destroy");
+  });
+  CHECK(t.count("foreign mark") == 0);
+  CHECK(t.count("foreign range") == 0);
+  CHECK(t.count("real range", "X") == 8);
+  CHECK(t.count("comm still records", "i") == 1);
+  CHECK(t.count_of("foreign_domain_handles") == 8 * 4);
+  CHECK(t.count_of("destroyed_domain_calls") == 1);
+  CHECK(t.count_of("unmatched_range_ends") == 0);
+  const std::string text = test::read_text(err);
+  INFO(text);
+  CHECK(occurrences(text, "not a handle mstxDomainCreateA returned") == 1);
+}
+
+namespace {
+mstx_loader* g_exit_mstx = nullptr;
+void mark_at_exit() {
+  if (g_exit_mstx != nullptr) {
+    g_exit_mstx->mark("from an exit handler");
+    g_exit_mstx->range_end(g_exit_mstx->range_start("range in an exit handler"));
+  }
+}
+}  // namespace
+
+TEST_CASE("marks from an exit handler registered before the first mstx call are in the trace") {
+  test::temp_dir dir, err_dir;
+  auto t = run_child_within(dir, err_dir.path / "stderr", {}, [] {
+    std::atexit(&mark_at_exit);  // runs after every handler registered later
+    g_exit_mstx = new mstx_loader();
+    if (g_exit_mstx->load() != MSTX_SUCCESS) std::_Exit(3);
+    g_exit_mstx->mark("in main");
+  });
+  CHECK(t.count("in main", "i") == 1);
+  CHECK(t.count("from an exit handler", "i") == 1);
+  CHECK(t.count("range in an exit handler", "X") == 1);
+}
+
+TEST_CASE("a fork() child that makes mstx calls writes its own trace; the parent's is whole") {
+  test::temp_dir dir, err_dir;
+  const test::fs::path err = err_dir.path / "stderr";
+  const int code = exit_code_of_child(dir, err, {}, [] {
+    mstx_loader mstx;
+    if (mstx.load() != MSTX_SUCCESS) std::_Exit(3);
+    mstx.mark("parent before fork");
+    const mstxRangeId across = mstx.range_start("parent range across the fork");
+    const pid_t pid = ::fork();
+    if (pid < 0) std::_Exit(4);
+    if (pid == 0) {
+      std::thread other([&] {
+        for (int i = 0; i < 50; ++i) mstx.mark("child");
+      });
+      for (int i = 0; i < 50; ++i) mstx.mark("child");
+      other.join();
+      mstx.range_end(mstx.range_start("child range"));
+      std::exit(0);
+    }
+    for (int i = 0; i < 10; ++i) mstx.mark("parent after fork");
+    mstx.range_end(across);
+    int status = 0;
+    if (::waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) std::_Exit(5);
+  });
+  REQUIRE(code == 0);
+  std::vector<test::trace> traces;
+  for (auto& e : test::fs::directory_iterator(dir.path)) traces.push_back(test::load(e.path()));
+  REQUIRE(traces.size() == 2);
+  const bool first_is_child = traces[0].count("child") > 0;
+  const test::trace& child = traces[first_is_child ? 0 : 1];
+  const test::trace& parent = traces[first_is_child ? 1 : 0];
+  CHECK(child.count("child", "i") == 100);
+  CHECK(child.count("child range", "X") == 1);
+  CHECK(child.count("parent before fork") == 0);
+  CHECK(child.count("parent after fork") == 0);
+  CHECK(parent.count("child") == 0);
+  CHECK(parent.count("parent before fork", "i") == 1);
+  CHECK(parent.count("parent after fork", "i") == 10);
+  CHECK(parent.count("parent range across the fork", "X") == 1);
+  CHECK(parent.count_of("open_ranges") == 0);
+  CHECK(child.meta["pid"] != parent.meta["pid"]);
+  CHECK(child.dir.filename().string().find("_" + child.meta["pid"].dump() + "_") != std::string::npos);
+  const std::string text = test::read_text(err);
+  INFO(text);
+  CHECK(occurrences(text, "trace written to") == 2);
 }

@@ -355,8 +355,9 @@ inline config_key metrics_key() {
 }
 
 /// Every key a config file may hold, in the order README's table lists them.
+/// Never destroyed: a session may be written after static destructors ran.
 inline const std::vector<config_key>& config_keys() {
-  static const std::vector<config_key> keys = {
+  static const std::vector<config_key>& keys = *new std::vector<config_key>{
       flag_key<&config::mstx>("mstx", "NPUPROF_MSTX"),
       flag_key<&config::mstx>("msprof_tx", nullptr, "mstx"),
       list_key<&config::domain_include>("mstx_domain_include", "NPUPROF_DOMAIN_INCLUDE", "an array of domain names"),

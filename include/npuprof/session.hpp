@@ -900,6 +900,8 @@ inline std::shared_ptr<detail::collected> session::collect(clock_point from, clo
   d.counts.domains_over_limit = st.domains.over_limit_count();
   d.counts.open_scoped_ranges = open_scoped;  // read with the records, not now: see take_published()
   d.counts.destroyed_domain_calls = count(detail::markers().stats.destroyed_domain_calls);
+  d.counts.foreign_domain_handles = count(detail::markers().stats.foreign_domain_handles);
+  d.counts.mstx_ranges_over_limit = count(detail::markers().stats.mstx_ranges_over_limit);
   return c;
 }
 

@@ -68,6 +68,8 @@ struct trace_counts {
   std::uint64_t corrupt_records = 0;
   std::uint64_t rejected_domain_names = 0;            // invalid names given to mstxDomainCreateA
   std::uint64_t destroyed_domain_calls = 0;           // mstx marks and range starts on a destroyed domain
+  std::uint64_t foreign_domain_handles = 0;           // mstx calls with a handle mstxDomainCreateA did not return
+  std::uint64_t mstx_ranges_over_limit = 0;           // mstx ranges begun with no id free: cannot be ended
   std::uint64_t buffer_bytes = 0;                     // bytes the records took in the buffers
   std::uint64_t device_unresolved = 0;                // device events whose time could not be read
   std::uint64_t device_unpaired = 0;                  // stream-tied ranges with a device begin but no device end

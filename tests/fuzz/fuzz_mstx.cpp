@@ -58,7 +58,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   reader in(data, size);
   std::vector<mstxRangeId> open;
   std::vector<mstxDomainHandle_t> domains{nullptr};
-  auto pick_domain = [&] { return domains[in.byte() % domains.size()]; };
+  // A handle create returned, or now and then any address at all: a foreign one is ignored.
+  auto pick_domain = [&] {
+    if (in.byte() % 8 == 0) return reinterpret_cast<mstxDomainHandle_t>(static_cast<std::uintptr_t>(in.u64()));
+    return domains[in.byte() % domains.size()];
+  };
   auto stream = [&] { return reinterpret_cast<aclrtStream>(static_cast<std::uintptr_t>(in.byte() % 4) * 0x1000); };
   while (in.more()) {
     switch (in.byte() % 9) {
@@ -80,7 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         m.domain_range_end(d, in.byte() % 2 == 0 ? id : in.u64());
         break;
       }
-      case 6: m.domain_destroy(pick_domain()); break;  // handles stay valid: mstx destroys nothing in use
+      case 6: m.domain_destroy(pick_domain()); break;
       case 7: (void)m.tool_id(); break;
       default: m.range_end(0); break;
     }

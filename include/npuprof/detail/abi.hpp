@@ -9,7 +9,7 @@
 #pragma once
 
 #ifndef NPUPROF_ABI_VERSION
-#define NPUPROF_ABI_VERSION 1
+#define NPUPROF_ABI_VERSION 2
 #endif
 
 #define NPUPROF_DETAIL_ABI_CAT2(a, b) a##b

@@ -130,7 +130,7 @@ class series_family {
       ++others_;
       return {add(domain, label, stream), true};
     }
-    static const std::string rest = "(other domains)";
+    static const std::string& rest = *new std::string("(other domains)");  // used during exit too
     make_key(rest, "other", stream);
     if (auto it = index_.find(key_); it != index_.end()) return {it->second, true};
     return {add(domain, rest, stream), true};

@@ -33,6 +33,8 @@ struct recording_stats {
   std::atomic<std::uint64_t> rejected_domain_names{0};
   std::atomic<std::uint64_t> dropped_range_ends{0};  // ends that found no room at all
   std::atomic<std::uint64_t> destroyed_domain_calls{0};  // mstx marks and range starts on a destroyed domain
+  std::atomic<std::uint64_t> foreign_domain_handles{0};  // mstx calls with a handle mstxDomainCreateA did not return
+  std::atomic<std::uint64_t> mstx_ranges_over_limit{0};  // mstx ranges begun with no 32-bit id free
 
   void bump(std::atomic<std::uint64_t>& c) noexcept { c.fetch_add(1, std::memory_order_relaxed); }
 };

@@ -37,6 +37,7 @@ inline session_side& installed_session_side() noexcept {
 }
 
 inline void stop_running_session_at_exit() {
+  if (state().exit_write_deferred.load(std::memory_order_acquire)) return;
   if (auto stop = installed_session_side().stop_running) stop("exit");
 }
 

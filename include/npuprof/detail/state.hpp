@@ -77,6 +77,9 @@ struct process_state {
   recursive_mutex control;
   std::atomic<session*> active{nullptr};
   bool exit_hook_installed = false;
+  /// Set by the mstx injection library, which writes its session after
+  /// every exit handler of the program ran (from its ELF destructor).
+  std::atomic<bool> exit_write_deferred{false};
   /// What the marker layer kept before the control table was installed.
   std::vector<pending_entry*> adopted;
   mutex adopt_mutex;

@@ -96,6 +96,8 @@ inline nlohmann::json render_metadata(const trace_data& d, std::size_t events, s
         {"rejected_domain_names", d.counts.rejected_domain_names},
         {"domains_over_limit", d.counts.domains_over_limit},
         {"destroyed_domain_calls", d.counts.destroyed_domain_calls},
+        {"foreign_domain_handles", d.counts.foreign_domain_handles},
+        {"mstx_ranges_over_limit", d.counts.mstx_ranges_over_limit},
         {"device_unresolved", d.counts.device_unresolved},
         {"device_unpaired", d.counts.device_unpaired},
         {"short_ranges", d.counts.short_ranges},

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Every message npuprof prints goes through detail::say() (one prefix, one
 write per line): no other header or source of the library writes to stderr.
+npuprof-run, a program of its own, writes each line with one write(), in tell().
 
 Usage: check_diagnostics.py SOURCE_ROOT
 """

@@ -51,6 +51,10 @@ class domains {
     }
   }
 
+  /// Held across fork(), so that a child never finds it held by a thread it
+  /// does not have.
+  std::mutex& fork_lock() noexcept { return mutex_; }
+
   /// The entry `h` points at, or null for an address that is not an entry
   /// create() returned. Only the address is compared: `h` is never read.
   domain* find(const void* h) const noexcept {

@@ -7,7 +7,10 @@
 // runs one, and only then fills the CORE and CORE_DOMAIN function tables (and
 // CORE_MEM, when the program has it, with functions that accept and ignore):
 // a thread that finds npuprof's functions in the table is recorded. The
-// session is written when the process exits.
+// session is written when the process exits, after the program's exit
+// handlers; a fork() child that makes mstx calls writes its own. Range ids
+// are 32-bit (mstx_range_ids.hpp), domain handles checked by address
+// (mstx_domains.hpp).
 //
 // A toolkit mstx library that npuprof forwards to may load this library
 // again (it reads MSTX_INJECTION_PATH on its first call): that nested
@@ -246,6 +249,7 @@ struct module_table {
 // --- the session: started on the first mstx call, written at exit --------
 
 npuprof::session* g_session = nullptr;  // null: none of ours runs in this process
+npuprof::session* g_parents_session = nullptr;  // in a fork() child: never written here, never freed
 
 // npuprof-run names a file where each trace written is noted, a line each.
 void note_trace(const std::filesystem::path& dir) {
@@ -280,8 +284,14 @@ void start_session() {
 // that only execs or exits starts nothing.
 std::atomic<int> g_child_start{0};  // 0: not started, 1: starting, 2: started
 
+void before_fork() noexcept { g_domains.fork_lock().lock(); }
+
+void after_fork_in_parent() noexcept { g_domains.fork_lock().unlock(); }
+
 void after_fork_in_child() noexcept {
+  g_domains.fork_lock().unlock();
   if (g_session == nullptr) return;
+  g_parents_session = g_session;
   g_session = nullptr;
   g_child_start.store(0, std::memory_order_relaxed);
   g_phase.store(child_to_start, std::memory_order_release);
@@ -355,7 +365,9 @@ extern "C" __attribute__((visibility("default"))) int InitInjectionMstx(mstxGetM
   static const bool started = [] {
     keep_loaded();
     start_session();  // before the tables: every call that reaches npuprof is recorded
-    ::pthread_atfork(nullptr, nullptr, &after_fork_in_child);  // after npuprof's own handler
+    // Registered after npuprof's own: the child's handler runs after npuprof's,
+    // and the lock is taken before npuprof's (in the order create() takes them).
+    ::pthread_atfork(&before_fork, &after_fork_in_parent, &after_fork_in_child);
     return true;
   }();
   (void)started;

@@ -26,23 +26,19 @@ class range_ids {
   };
 
   /// An mstx id for npuprof's range `id` (not 0), begun on `stream`; 0 when
-  /// no place is free near the one the range's thread is at (with
-  /// `places` ranges open, or nearly).
+  /// no place is free (with `places` ranges open, or very nearly).
   std::uint32_t open(std::uint64_t id, void* stream) noexcept {
     // Each thread walks the table from its own start, one place per range it
     // begins: its ranges rarely meet another thread's, and an id comes back
-    // only after `places` ranges of that thread, on its next lap.
+    // only after `places` ranges of that thread, on its next lap. Where the
+    // walk meets a run of taken places (other threads' open ranges), the
+    // search jumps elsewhere.
     const std::uint64_t walk = (id >> 40) * 0x9e3779b1u + (id & ((std::uint64_t{1} << 40) - 1));
-    for (std::uint64_t pos = walk; pos < walk + probes; ++pos) {
-      place& p = table_[pos & (places - 1)];
-      const std::uint32_t mstx = mstx_id(pos);
-      std::uint32_t free = 0;
-      if (p.open.load(std::memory_order_relaxed) == 0 &&
-          p.open.compare_exchange_strong(free, mstx, std::memory_order_acquire)) {
-        // Read by the end, which the program orders after this returns.
-        p.range.store(id, std::memory_order_relaxed);
-        p.stream.store(stream, std::memory_order_relaxed);
-        return mstx;
+    const std::uint64_t lap = walk / places % laps + 1;
+    for (std::uint64_t jump = 0; jump < jumps; ++jump) {
+      const std::uint64_t from = jump == 0 ? walk : (walk + jump) * 0x9e3779b97f4a7c15ull >> 40;
+      for (std::uint64_t pos = from; pos < from + probes; ++pos) {
+        if (const std::uint32_t mstx = take(pos % places, lap, id, stream)) return mstx;
       }
     }
     return 0;
@@ -52,7 +48,7 @@ class range_ids {
   /// the range that last ended under it (an end repeated, which the trace
   /// counts) or, failing that, an id no npuprof range has (an unknown end).
   range close(std::uint64_t mstx) noexcept {
-    if (mstx > 0xffffffffu) return {unknown | (mstx & 0xffffffffu), nullptr};  // never handed out
+    if (mstx > 0xffffffffu) return {unknown | mstx, nullptr};  // never handed out
     place& p = table_[mstx & (places - 1)];
     if (p.open.load(std::memory_order_acquire) == mstx) {
       const range r{p.range.load(std::memory_order_relaxed), p.stream.load(std::memory_order_relaxed)};
@@ -68,14 +64,25 @@ class range_ids {
   }
 
  private:
-  static constexpr std::uint64_t probes = 64;
+  static constexpr std::uint64_t probes = 64;  // places tried in a row
+  static constexpr std::uint64_t jumps = 64;   // rows tried
   static constexpr std::uint64_t laps = (std::uint64_t{1} << 32) / places - 1;  // lap numbers 1 to laps
   // npuprof's ids keep their thread's index in the bits above 40, far below this one.
   static constexpr std::uint64_t unknown = std::uint64_t{1} << 63;
 
-  static std::uint32_t mstx_id(std::uint64_t pos) noexcept {
-    const std::uint64_t lap = (pos / places) % laps + 1;
-    return static_cast<std::uint32_t>(lap * places + pos % places);
+  // The mstx id of place `index` on lap `lap`, if the place is free.
+  std::uint32_t take(std::uint64_t index, std::uint64_t lap, std::uint64_t id, void* stream) noexcept {
+    place& p = table_[index];
+    const auto mstx = static_cast<std::uint32_t>(lap * places + index);
+    std::uint32_t free = 0;
+    if (p.open.load(std::memory_order_relaxed) != 0 ||
+        !p.open.compare_exchange_strong(free, mstx, std::memory_order_acquire)) {
+      return 0;
+    }
+    // Read by the end, which the program orders after open() returns.
+    p.range.store(id, std::memory_order_relaxed);
+    p.stream.store(stream, std::memory_order_relaxed);
+    return mstx;
   }
 
   struct place {

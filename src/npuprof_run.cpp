@@ -8,6 +8,7 @@
 // forked), and exits as the program did.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include <npuprof/version.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
@@ -23,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -42,6 +45,8 @@ constexpr const char* usage_text =
     "  --include DOMAINS       only these mstx domains record, comma-separated (NPUPROF_DOMAIN_INCLUDE)\n"
     "  --exclude DOMAINS       these mstx domains do not record (NPUPROF_DOMAIN_EXCLUDE)\n"
     "  --config FILE           a JSON configuration file (NPUPROF_CONFIG)\n"
+    "  --wait all|primary      wait for every process the program started (all, the default), or for\n"
+    "                          the program only (primary)\n"
     "  --library PATH          the injection library to use (default: the one installed with npuprof-run)\n"
     "  -h, --help              this text\n"
     "  --version               npuprof's version\n";
@@ -75,6 +80,7 @@ __attribute__((format(printf, 1, 2))) void tell(const char* format, ...) {
 struct options {
   std::vector<std::pair<std::string, std::string>> env;  // NPUPROF_* variables to set
   std::string library;
+  bool wait_all = true;
   std::vector<char*> program;  // PROGRAM ARGS..., null-terminated
 };
 
@@ -136,6 +142,9 @@ options parse(int argc, char** argv) {
     } else if (value(arg, "--config", v)) {
       if (::access(v.c_str(), R_OK) != 0) usage_error("option '--config': cannot read '" + v + "': " + std::strerror(errno));
       o.env.emplace_back("NPUPROF_CONFIG", fs::absolute(v).string());
+    } else if (value(arg, "--wait", v)) {
+      if (v != "all" && v != "primary") usage_error("option '--wait': expected all or primary, got '" + v + "'");
+      o.wait_all = v == "all";
     } else if (value(arg, "--library", v)) {
       o.library = v;
     } else {
@@ -168,13 +177,17 @@ std::string find_library() {
   fail(std::string("cannot find ") + library_name + "; looked for:" + list + "\n(give one with --library PATH)");
 }
 
-pid_t g_child = 0;
+std::atomic<pid_t> g_child{0};            // the program, while it runs
+std::atomic<bool> g_stop_waiting{false};  // a signal came after it ended
 
 // A signal sent to npuprof-run goes on to the program. One the terminal sent
-// to the whole foreground group (Ctrl-C) reached the program already.
+// to the whole foreground group (Ctrl-C) reached the program already. Once
+// the program has ended, a signal stops the wait for the processes it left.
 void pass_on(int sig, siginfo_t* info, void*) {
   const bool from_terminal = info != nullptr && info->si_code == SI_KERNEL;
-  if (g_child > 0 && !from_terminal) ::kill(g_child, sig);
+  const pid_t child = g_child.load();
+  if (child == 0 && sig != SIGCONT && sig != SIGWINCH) g_stop_waiting.store(true);
+  if (child > 0 && !from_terminal) ::kill(child, sig);
 }
 
 constexpr int passed_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCONT, SIGWINCH};
@@ -198,7 +211,7 @@ pid_t start(const options& o) {
     (void)!::write(report[1], &err, sizeof err);
     ::_exit(127);
   }
-  g_child = pid;
+  g_child.store(pid);
   struct sigaction sa {};
   sa.sa_sigaction = &pass_on;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -224,7 +237,38 @@ int wait_for(pid_t pid) {
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) fail(std::string("waitpid: ") + std::strerror(errno));
   }
+  g_child.store(0);
   return status;
+}
+
+// Processes the program started and left running (daemons, workers) are
+// this process's children now (it is their subreaper): waits for them, as
+// their traces are written when they exit, unless told not to. True when
+// some still run.
+bool wait_for_the_rest(bool wait_all) {
+  bool said = false;
+  while (true) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid > 0) continue;
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) return false;  // none left
+    if (!wait_all) {
+      tell("the program ended; processes it started still run: their traces are written when they exit, not "
+           "listed here");
+      return true;
+    }
+    if (g_stop_waiting.load()) {
+      tell("stopped waiting for the processes the program started: their traces are not listed here");
+      return true;
+    }
+    if (!said) {
+      tell("the program ended; waiting for the processes it started (a signal stops the wait; --wait primary "
+           "does not wait)");
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 // Ends this process as the program ended: with its exit status, or killed by
@@ -244,6 +288,24 @@ int wait_for(pid_t pid) {
   std::_Exit(128 + sig);
 }
 
+// The file the injection library notes each trace it writes in, under
+// TMPDIR or /tmp; without one the program still runs, its traces unlisted.
+std::string make_trace_list() {
+  std::string why;
+  for (const char* dir : {static_cast<const char*>(std::getenv("TMPDIR")), "/tmp"}) {
+    if (dir == nullptr || dir[0] == '\0') continue;
+    std::string path = (fs::path(dir) / "npuprof-run.XXXXXX").string();
+    const int fd = ::mkstemp(path.data());
+    if (fd >= 0) {
+      ::close(fd);
+      return path;
+    }
+    why += std::string(why.empty() ? "" : "; ") + dir + ": " + std::strerror(errno);
+  }
+  tell("traces will not be listed: no file for their list (%s)", why.c_str());
+  return {};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -251,18 +313,15 @@ int main(int argc, char** argv) {
   const std::string library = o.library.empty() ? find_library() : fs::absolute(o.library).string();
   if (!fs::exists(library)) fail("no injection library at '" + library + "'");
 
-  // The injection library notes each trace it writes in this file.
-  const fs::path dir = std::getenv("TMPDIR") != nullptr ? std::getenv("TMPDIR") : "/tmp";
-  std::string list = (dir / "npuprof-run.XXXXXX").string();
-  const int fd = ::mkstemp(list.data());
-  if (fd < 0) fail("cannot make a file in " + dir.string() + ": " + std::strerror(errno));
-  ::close(fd);
-
   ::setenv("MSTX_INJECTION_PATH", library.c_str(), 1);
-  ::setenv("NPUPROF_RUN_TRACE_LIST", list.c_str(), 1);
+  const std::string list = make_trace_list();
+  if (!list.empty()) ::setenv("NPUPROF_RUN_TRACE_LIST", list.c_str(), 1);
   for (const auto& [name, v] : o.env) ::setenv(name.c_str(), v.c_str(), 1);
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // processes the program leaves behind come back here
 
   const int status = wait_for(start(o));
+  const bool others_run = wait_for_the_rest(o.wait_all);
+  if (list.empty()) end_as(status);
 
   std::ifstream written(list);
   std::size_t traces = 0;
@@ -272,7 +331,7 @@ int main(int argc, char** argv) {
     ++traces;
   }
   ::unlink(list.c_str());
-  if (traces == 0) {
+  if (traces == 0 && !others_run) {
     tell("no trace written (the program made no mstx call, or ended without exit(): killed, _exit(), or exec of "
          "a program that makes none)");
   }

@@ -5,7 +5,9 @@ headers, and none of the heavy standard headers the control side uses.
 
 Usage: check_marker_header.py INCLUDE_DIR COMPILER [ARGS...]
 Lists the headers a file including only <npuprof/npuprof.hpp> reads (the
-compiler's -M output) and checks each of them.
+compiler's -M output) and checks each of them. Also compiles a file that uses
+the marker API with -fno-exceptions -fno-rtti, as code built that way (like
+NVTX users' kernels) includes it.
 """
 import os
 import subprocess
@@ -39,6 +41,39 @@ def headers_read(include_dir, compiler):
     return [os.path.normpath(d) for d in deps if not d.endswith("marker_only.cpp")]
 
 
+# Every kind of marker, instantiated, so that templates are compiled too.
+MARKER_USE = r"""
+#include <npuprof/npuprof.hpp>
+struct kernels { static constexpr const char* name = "kernels"; };
+int main() {
+  static const npuprof::registered_string<kernels> gemm{"gemm"};
+  npuprof::mark("mark");
+  npuprof::mark<kernels>(gemm);
+  { npuprof::scoped_range<kernels> r{gemm}; }
+  { npuprof::scoped_range<> r{"copied"}; }
+  npuprof::range_end<kernels>(npuprof::range_start<kernels>("explicit"));
+  npuprof::unique_range<> u{"unique"};
+  const npuprof::runtime_domain d = npuprof::domain_by_name("run_time");
+  npuprof::mark(d, "run-time mark");
+  { npuprof::scoped_range r{d, "run-time range"}; }
+  NPUPROF_RANGE(kernels, "macro");
+  npuprof::counter<kernels>(gemm, 3);
+  npuprof::name_thread("main");
+  return 0;
+}
+"""
+
+
+def compiles_without_exceptions(include_dir, compiler):
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "no_exceptions.cpp")
+        with open(src, "w") as f:
+            f.write(MARKER_USE)
+        r = subprocess.run(compiler + ["-std=c++17", "-fno-exceptions", "-fno-rtti", "-fsyntax-only",
+                                       "-I", include_dir, src], capture_output=True, text=True)
+    return r.returncode == 0, r.stderr
+
+
 def main():
     include_dir = os.path.normpath(os.path.abspath(sys.argv[1]))
     compiler = sys.argv[2:]
@@ -58,6 +93,11 @@ def main():
     print(f"<npuprof/npuprof.hpp> reads {len(read)} headers, {own} of them npuprof's")
     if own < 10:
         problems.append(f"only {own} npuprof headers read: the check did not see the marker layer")
+    ok, errors = compiles_without_exceptions(include_dir, compiler)
+    if not ok:
+        problems.append("does not compile with -fno-exceptions -fno-rtti:\n" + errors)
+    else:
+        print("the marker API compiles with -fno-exceptions -fno-rtti")
     for p in problems:
         print("not allowed in the marker header:", p)
     return 1 if problems else 0

@@ -607,3 +607,62 @@ TEST_CASE("a fork() child that makes mstx calls writes its own trace; the parent
   INFO(text);
   CHECK(occurrences(text, "trace written to") == 2);
 }
+
+TEST_CASE("threads that hold many ranges open at once all get ids, up to near the limit") {
+  test::temp_dir dir, err_dir;
+  const int code = exit_code_of_child(dir, err_dir.path / "stderr", {}, [] {
+    mstx_loader mstx;
+    if (mstx.load() != MSTX_SUCCESS) std::_Exit(3);
+    std::atomic<int> failure{0};
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::thread> threads;
+      for (int i = 0; i < 16; ++i) {
+        threads.emplace_back([&] {
+          std::vector<std::uint32_t> open;  // 16 x 7,000: 112,000 open at once
+          for (int k = 0; k < 7000; ++k) open.push_back(static_cast<std::uint32_t>(mstx.range_start("held")));
+          for (std::uint32_t id : open) {
+            if (id == 0) failure.store(4);
+            mstx.range_end(id);
+          }
+        });
+      }
+      for (auto& th : threads) th.join();
+    }
+    if (failure.load() != 0) std::_Exit(failure.load());
+  });
+  CHECK(code == 0);  // 4: a range got no id
+  const meta_only t = read_meta(dir);
+  CHECK(t.meta["counts"]["mstx_ranges_over_limit"] == 0);
+  CHECK(t.meta["counts"]["open_ranges"] == 0);
+  CHECK(occurrences(t.events, "\"name\":\"held\"") == 2 * 16 * 7000);
+}
+
+TEST_CASE("a fork() while another thread creates and destroys domains: the child's calls do not hang") {
+  test::temp_dir dir, err_dir;
+  const int code = exit_code_of_child(dir, err_dir.path / "stderr", {}, [] {
+    mstx_loader mstx;
+    if (mstx.load() != MSTX_SUCCESS) std::_Exit(3);
+    std::atomic<bool> stop{false};
+    std::thread churn([&] {
+      for (int i = 0; !stop.load(); ++i) {
+        mstxDomainHandle_t d = mstx.domain_create(("churn_" + std::to_string(i % 50)).c_str());
+        mstx.domain_mark(d, "churn");
+        mstx.domain_destroy(d);
+      }
+    });
+    int hung = 0;
+    for (int k = 0; k < 30; ++k) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        mstxDomainHandle_t d = mstx.domain_create("child_domain");
+        mstx.domain_mark(d, "child");
+        ::_exit(0);  // this case is about hangs: no child trace
+      }
+      hung += test::child_status(pid, 20) == -1;
+    }
+    stop.store(true);
+    churn.join();
+    if (hung != 0) std::_Exit(4);
+  });
+  CHECK(code == 0);  // 4: a child hung
+}

@@ -79,11 +79,15 @@ namespace detail {
 NPUPROF_COLD inline std::uint16_t register_handle(domain_handle& h) noexcept {
   if (const control_table* c = control()) return c->register_domain(h);
   check_process_abi();
+#if defined(__cpp_exceptions)
   try {
     defer_domain(h);
   } catch (...) {
     // Out of memory: the handle stays unregistered and is tried again.
   }
+#else
+  defer_domain(h);  // built without exceptions, running out of memory ends the program anyway
+#endif
   return 0;
 }
 

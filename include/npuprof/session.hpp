@@ -508,7 +508,7 @@ inline void session::abandon_in_child() noexcept {
   if (metrics_server_) metrics_server_->abandon_in_child();
   (void)metrics_server_.release();
   records_.meter_with(nullptr);
-  if (dumper_.joinable()) new std::thread(std::move(dumper_));
+  if (dumper_.joinable()) detail::keep_parents_thread(std::move(dumper_));
   device_ = nullptr;
   parents_copy_ = true;
   running_.store(false, std::memory_order_release);

@@ -17,6 +17,10 @@ configured_prefix=$(meson introspect "$build" --buildoptions | python3 -c \
   'import json,sys; print(next(o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"))')
 mv "$work/stage$configured_prefix" "$prefix"
 
+echo "== npuprof-run finds the injection library installed with it (in the moved tree too)"
+"$prefix/bin/npuprof-run" -- true 2>"$work/run.err" || { cat "$work/run.err"; exit 1; }
+grep -q "no trace written" "$work/run.err" || { cat "$work/run.err"; exit 1; }
+
 check_trace() {  # $1: output of the app (the trace directory)
   local dir=$1
   python3 - "$dir/trace_view.json" <<'PY'

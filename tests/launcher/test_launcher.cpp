@@ -144,6 +144,45 @@ TEST_CASE("npuprof-run lists the trace of each process of a program that forks")
   CHECK(parent_marks == 1);
 }
 
+TEST_CASE("npuprof-run waits for the processes a program leaves running, unless told not to") {
+  test::temp_dir io, out;
+  SUBCASE("--wait all (the default): the daemon's trace is listed") {
+    const run_result r = launch(io, {"-o", out.path.string(), "--", NPUPROF_TEST_PROBE, "daemon", "20"});
+    INFO(r.err);
+    CHECK(r.code() == 0);
+    REQUIRE(r.traces.size() == 2);  // the program's and the daemon's
+    std::size_t marks = 0;
+    for (const auto& dir : r.traces) marks += test::load(dir).count("daemon mark", "i");
+    CHECK(marks == 20);
+  }
+  SUBCASE("--wait primary: npuprof-run ends with the program and says what still runs") {
+    const run_result r = launch(io, {"--wait", "primary", "-o", out.path.string(), "--", NPUPROF_TEST_PROBE, "daemon", "20"});
+    INFO(r.err);
+    CHECK(r.code() == 0);
+    REQUIRE(r.traces.size() == 1);  // the program's
+    CHECK(test::load(r.traces[0]).count("before daemon", "i") == 1);
+    CHECK(r.err.find("processes it started still run") != std::string::npos);
+    // The daemon's trace is written all the same, later.
+    auto daemon_trace = [&] {
+      for (auto& e : test::fs::directory_iterator(out.path)) {
+        if (e.path() != r.traces[0] && test::fs::exists(e.path() / "profiler_metadata.json")) return true;
+      }
+      return false;
+    };
+    for (int i = 0; i < 1000 && !daemon_trace(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    CHECK(daemon_trace());
+  }
+}
+
+TEST_CASE("npuprof-run runs the program when it has no place for the list of traces") {
+  test::temp_dir io, out;
+  test::scoped_env tmp("TMPDIR", (io.path / "no-such-dir").c_str());
+  const run_result r = launch(io, {"-o", out.path.string(), "--", NPUPROF_TEST_PROBE, "exit", "5"});
+  INFO(r.err);
+  CHECK(r.code() == 5);
+  CHECK(r.traces.size() == 1);  // listed through /tmp
+}
+
 TEST_CASE("npuprof-run refuses bad options and says which, and what it cannot run") {
   test::temp_dir io;
   SUBCASE("unknown option") {
@@ -161,6 +200,11 @@ TEST_CASE("npuprof-run refuses bad options and says which, and what it cannot ru
     const run_result r = launch(io, {"-o"});
     CHECK(r.code() == 2);
     CHECK(r.err.find("option '-o' needs a value") != std::string::npos);
+  }
+  SUBCASE("bad --wait") {
+    const run_result r = launch(io, {"--wait", "some", "--", NPUPROF_TEST_PROBE, "marks", "1"});
+    CHECK(r.code() == 2);
+    CHECK(r.err.find("'--wait': expected all or primary, got 'some'") != std::string::npos);
   }
   SUBCASE("no program") {
     const run_result r = launch(io, {"-o", io.path.string(), "--"});

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "../naming.hpp"
 #include "chunk_pool.hpp"
@@ -21,6 +22,18 @@
 namespace npuprof {
 NPUPROF_ABI_BEGIN
 namespace detail {
+
+/// In a fork() child, a handle of a thread of the parent: never joined, never
+/// destroyed, and kept where leak checkers see it.
+inline void keep_parents_thread(std::thread&& t) noexcept {
+  static std::vector<std::thread*>* kept = new std::vector<std::thread*>();
+  auto* handle = new std::thread(std::move(t));
+  try {
+    kept->push_back(handle);
+  } catch (...) {
+    // Out of memory: left unreachable, still never destroyed.
+  }
+}
 
 class drainer {
  public:
@@ -51,7 +64,7 @@ class drainer {
   /// In a fork() child, where the thread is the parent's: its handle is
   /// never joined, never destroyed.
   void abandon_in_child() noexcept {
-    if (thread_.joinable()) new std::thread(std::move(thread_));
+    if (thread_.joinable()) keep_parents_thread(std::move(thread_));
   }
 
  private:

@@ -32,12 +32,12 @@ test::trace run_child(const test::temp_dir& dir, const std::vector<std::pair<con
   });
 }
 
-/// Runs `body` in a child process with its stderr in `err`, and returns the
-/// trace it wrote at exit; a child still running after `limit` is killed and
-/// fails the test (a hang must not hang the suite).
-test::trace run_child_within(const test::temp_dir& dir, const test::fs::path& err,
-                             const std::vector<std::pair<const char*, const char*>>& env,
-                             const std::function<void()>& body, std::chrono::seconds limit = std::chrono::seconds(30)) {
+/// Runs `body` in a child process with its stderr in `err`, and returns its
+/// exit status; a child still running after `limit` is killed and fails the
+/// test (a hang must not hang the suite).
+int exit_code_of_child(const test::temp_dir& dir, const test::fs::path& err,
+                       const std::vector<std::pair<const char*, const char*>>& env, const std::function<void()>& body,
+                       std::chrono::seconds limit = std::chrono::seconds(120)) {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -52,11 +52,23 @@ test::trace run_child_within(const test::temp_dir& dir, const test::fs::path& er
   const int status = test::child_status(pid, static_cast<int>(limit.count()));
   if (status == -1) FAIL("the child process hung");
   REQUIRE(WIFEXITED(status));
-  REQUIRE(WEXITSTATUS(status) == 0);
+  return WEXITSTATUS(status);
+}
+
+/// The one output directory in `dir`.
+test::fs::path only_output(const test::temp_dir& dir) {
   std::vector<test::fs::path> outputs;
   for (auto& e : test::fs::directory_iterator(dir.path)) outputs.push_back(e.path());
   REQUIRE(outputs.size() == 1);
-  return test::load(outputs[0]);
+  return outputs[0];
+}
+
+/// As exit_code_of_child(), for a child that must exit 0; returns the trace it wrote.
+test::trace run_child_within(const test::temp_dir& dir, const test::fs::path& err,
+                             const std::vector<std::pair<const char*, const char*>>& env,
+                             const std::function<void()>& body, std::chrono::seconds limit = std::chrono::seconds(30)) {
+  REQUIRE(exit_code_of_child(dir, err, env, body, limit) == 0);
+  return test::load(only_output(dir));
 }
 
 std::size_t occurrences(const std::string& text, const std::string& what) {
@@ -403,31 +415,10 @@ struct meta_only {
 };
 
 meta_only read_meta(const test::temp_dir& dir) {
-  std::vector<test::fs::path> outputs;
-  for (auto& e : test::fs::directory_iterator(dir.path)) outputs.push_back(e.path());
-  REQUIRE(outputs.size() == 1);
-  return {test::read_json(outputs[0] / "profiler_metadata.json"), test::read_text(outputs[0] / "trace_view.json")};
+  const test::fs::path out = only_output(dir);
+  return {test::read_json(out / "profiler_metadata.json"), test::read_text(out / "trace_view.json")};
 }
 
-// Runs `body` in a child with its stderr in `err`; returns its exit status.
-int exit_code_of_child(const test::temp_dir& dir, const test::fs::path& err,
-                       const std::vector<std::pair<const char*, const char*>>& env, const std::function<void()>& body) {
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    test_in_forked_child = true;
-    if (std::freopen(err.c_str(), "w", stderr) == nullptr) std::_Exit(6);
-    ::setenv("NPUPROF_OUTPUT_DIR", dir.path.c_str(), 1);
-    ::unsetenv("NPUPROF_CONFIG");
-    for (auto& [k, v] : env) ::setenv(k, v, 1);
-    body();
-    std::exit(0);
-  }
-  const int status = test::child_status(pid, 120);
-  REQUIRE(status != -1);
-  REQUIRE(WIFEXITED(status));
-  return WEXITSTATUS(status);
-}
 
 }  // namespace
 

@@ -222,8 +222,8 @@ class session {
   std::shared_ptr<detail::collected> collect(clock_point from, clock_point end, const detail::device_times* device,
                                              bool take_counts, std::uint64_t open_scoped);
   void finish_collection(detail::collected& c, std::int64_t end_ns, detail::eviction evicted);
-  void end_step(std::int64_t now_ns);
-  std::vector<step_span> steps_so_far(bool with_current, std::int64_t end_ns) const;
+  void end_step(std::uint64_t now_ticks);
+  std::vector<step_span> steps_so_far(bool with_current, clock_point end) const;
   void keep_collected(std::shared_ptr<detail::collected> c);
   std::filesystem::path write_data(const detail::collected& c, const std::string& parent);
   bool wants_export(std::string_view type) const {
@@ -254,10 +254,16 @@ class session {
     std::uint64_t drops_taken = 0;  // drops counted into earlier cycles or cleared, for live metrics (guarded by control)
     // Steps, once step() was called (guarded by control): the ended ones,
     // the latest max_kept_steps of them, and when the current one began.
+    // Their bounds are raw counter ticks, as the records' are, so that the
+    // same map puts a record between the two step() calls it came between.
     bool stepped = false;
-    std::deque<step_span> steps;
+    struct step_ticks {
+      long id;
+      std::uint64_t begin, end;
+    };
+    std::deque<step_ticks> steps;
     std::uint64_t steps_let_go = 0;
-    std::int64_t step_began_ns = 0;
+    std::uint64_t step_began = 0;
   };
   static constexpr std::size_t max_kept_steps = std::size_t{1} << 16;
   run_state run_;
@@ -395,7 +401,7 @@ inline void session::start() {
   run_.start_point = run_.cut_point = sample_clock();
   run_.stale_before = run_.start_point.ticks;
   run_.wall_start = wall_ns() - (steady_ns() - run_.start_point.steady);
-  run_.step_began_ns = run_.start_point.steady;
+  run_.step_began = run_.start_point.ticks;
   steps_ = detail::schedule_driver(cfg_.schedule);
   records_.reset_eviction();
   metrics_ = std::move(metrics);
@@ -527,7 +533,7 @@ inline std::filesystem::path session::stop() {
       auto c = collect(run_.cut_point, end, device_ != nullptr ? &device_times_ : nullptr, true,
                        records_.open_scoped());
       records_.move_into(*c);
-      c->header.steps = steps_so_far(true, end.steady);
+      c->header.steps = steps_so_far(true, end);
       c->header.steps_not_kept = run_.steps_let_go;
       if (steps_.scheduled()) c->header.collection = steps_.cycle_note(true);
       if (!steps_.scheduled()) c->header.collection["reason"] = run_.stop_reason;  // stop, exit, terminate, ...
@@ -577,7 +583,7 @@ inline void session::step() {
     // it up (a dump keeps dump_mutex_ while it writes).
     std::lock_guard<detail::recursive_mutex> lock(detail::state().control);
     if (!running()) throw error("npuprof: step(): the session is not running");
-    end_step(steady_ns());
+    end_step(raw_ticks());
     steps_.advance();
     return;
   }
@@ -587,7 +593,7 @@ inline void session::step() {
     detail::process_state& st = detail::state();
     std::lock_guard<detail::recursive_mutex> lock(st.control);
     if (!running()) throw error("npuprof: step(): the session is not running");
-    end_step(steady_ns());
+    end_step(raw_ticks());
     const detail::step_change change = steps_.advance();
     if (!change.resumes()) st.domains.set_recording(detail::records(change.begins));
     if (change.saves_cycle()) {
@@ -597,7 +603,7 @@ inline void session::step() {
       const clock_point end = sample_clock();
       cycle = collect(run_.cut_point, end, device_ != nullptr ? &device : nullptr, true, records_.open_scoped());
       records_.move_into(*cycle);
-      cycle->header.steps = steps_so_far(false, end.steady);
+      cycle->header.steps = steps_so_far(false, end);
       cycle->header.steps_not_kept = run_.steps_let_go;
       cycle->header.collection = steps_.cycle_note(false);
       finish_collection(*cycle, end.steady, records_.evicted());
@@ -668,7 +674,7 @@ inline std::filesystem::path session::dump(const std::string& reason) {
     if (device_ != nullptr) device = device_->snapshot();
     from = run_.cut_point;
     end = sample_clock();
-    steps = steps_so_far(true, end.steady);
+    steps = steps_so_far(true, end);
     steps_not_kept = run_.steps_let_go;
     evicted = records_.evicted();
     records_.reading_begins();
@@ -950,32 +956,40 @@ inline void session::finish_collection(detail::collected& c, std::int64_t end_ns
   if (d.steps_not_kept > 0 && !d.steps.empty() && d.steps.front().start_ns > d.start_ns) {
     d.collection["steps_from_ns"] = d.steps.front().start_ns;
   }
+  // A step no longer than a counter tick is kept where it lies in the data:
+  // a coarse counter reads the same for two step() calls close together.
   std::vector<step_span> kept;
   for (step_span s : d.steps) {
+    const bool within = s.start_ns == s.end_ns ? d.start_ns <= s.start_ns && s.start_ns <= end_ns
+                                               : d.start_ns < s.end_ns && s.start_ns < end_ns;
     s.start_ns = std::max(s.start_ns, d.start_ns);
     s.end_ns = std::min(s.end_ns, end_ns);
-    if (s.start_ns < s.end_ns) kept.push_back(s);
+    if (within) kept.push_back(s);
   }
   d.steps = std::move(kept);
 }
 
 // Ends the current step at `now_ns` (under the control lock): it is kept,
 // with the latest max_kept_steps, for the traces to come.
-inline void session::end_step(std::int64_t now_ns) {
-  run_.steps.push_back({steps_.step(), run_.step_began_ns, now_ns});
+inline void session::end_step(std::uint64_t now_ticks) {
+  run_.steps.push_back({steps_.step(), run_.step_began, now_ticks});
   if (run_.steps.size() > max_kept_steps) {
     run_.steps.pop_front();
     ++run_.steps_let_go;
   }
-  run_.step_began_ns = now_ns;
+  run_.step_began = now_ticks;
   run_.stepped = true;
 }
 
 // The steps kept, and with `with_current` the one in progress, ending at
-// `end_ns` (under the control lock). None until step() was called.
-inline std::vector<step_span> session::steps_so_far(bool with_current, std::int64_t end_ns) const {
-  std::vector<step_span> out(run_.steps.begin(), run_.steps.end());
-  if (with_current && run_.stepped) out.push_back({steps_.step(), run_.step_began_ns, end_ns});
+// `end` (under the control lock), in the nanoseconds of the data that ends
+// there. None until step() was called.
+inline std::vector<step_span> session::steps_so_far(bool with_current, clock_point end) const {
+  const clock_calibration clock(detail::state().origin, end);
+  std::vector<step_span> out;
+  out.reserve(run_.steps.size() + 1);
+  for (const auto& s : run_.steps) out.push_back({s.id, clock.to_ns(s.begin), clock.to_ns(s.end)});
+  if (with_current && run_.stepped) out.push_back({steps_.step(), clock.to_ns(run_.step_began), end.steady});
   return out;
 }
 

@@ -8,6 +8,9 @@
 // ratio to the floor (or to the row named), and the target. Peers are
 // measured in the same binary when their headers were found at build time.
 #include <npuprof/session.hpp>
+#include <npuprof/trace_data.hpp>
+#include <npuprof/backend/acl_backend.hpp>
+#include <npuprof/engine/state.hpp>
 #if defined(NPUPROF_BENCH_DATABASE)
 #include <npuprof/database.hpp>
 #endif
@@ -60,7 +63,7 @@ npuprof::session* g_session = nullptr;
 npuprof::config bench_config() {
   npuprof::config cfg;
   cfg.output_dir = "/tmp";
-  cfg.backend = "host";  // the device rows start their own session
+  cfg.backend = "host";                  // the device rows start their own session
   cfg.buffer_size_kb = 2 * 1024 * 1024;  // 2 GiB cap: no run fills it
   cfg.domain_exclude = {"filtered"};
   return cfg;
@@ -371,7 +374,6 @@ double device_dropped() {
   return b != nullptr ? b->describe()["device_events"]["dropped_pool_empty"].get<double>() : -1;
 }
 
-
 // What a bare-records row does besides the two records.
 enum class besides {
   nothing,
@@ -507,7 +509,11 @@ NPUPROF_BENCH(nvtx3_scoped_registered_no_tool);
 #endif
 #if defined(NPUPROF_BENCH_LTTNG)
 NPUPROF_BENCH(lttng_range_no_session);
-BENCHMARK(lttng_range_active)->Setup(start_lttng)->Iterations(kLttngIterations)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(lttng_range_active)
+    ->Setup(start_lttng)
+    ->Iterations(kLttngIterations)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 #endif
 // Last: they replace the host session with a device one.
 #define NPUPROF_DEVICE_BENCH(fn) \
@@ -516,7 +522,11 @@ NPUPROF_DEVICE_BENCH(device_two_bare_records);
 NPUPROF_DEVICE_BENCH(device_two_bare_records_rotating);
 NPUPROF_DEVICE_BENCH(device_two_bare_records_timed);
 NPUPROF_DEVICE_BENCH(device_two_records_clock_reads);
-BENCHMARK(device_stream_range)->Setup(start_device_warm)->Iterations(kDeviceIterations)->Repetitions(5)->ReportAggregatesOnly(true);
+BENCHMARK(device_stream_range)
+    ->Setup(start_device_warm)
+    ->Iterations(kDeviceIterations)
+    ->Repetitions(5)
+    ->ReportAggregatesOnly(true);
 
 namespace {
 
@@ -764,8 +774,9 @@ void export_rows() {
   const std::string floor_note = "plain 1 MiB write()s of as many bytes (" +
                                  std::to_string(static_cast<int>(file_bytes_per_event)) + " B an event)";
   std::printf("%-40s %9.2f %9s  %s\n", "export: floor, raw write, M events/s", floor, "", floor_note.c_str());
-  std::printf("%-40s %9.2f %9s  %s\n", "export: floor after 5 s idle, M events/s", idle_secs > 0 ? n / idle_secs / 1e6 : 0.0,
-              "", "the same write, into memory left free for 5 s (see export_rows())");
+  std::printf("%-40s %9.2f %9s  %s\n", "export: floor after 5 s idle, M events/s",
+              idle_secs > 0 ? n / idle_secs / 1e6 : 0.0, "",
+              "the same write, into memory left free for 5 s (see export_rows())");
   std::printf("%-40s %9.2f %9.2f  %s\n", "export: M events/s, first in the process", rates[0],
               floor > 0 ? rates[0] / floor : 0.0, ">= 10 on one core (stop+write); ratio to the floor");
   std::printf("%-40s %9.2f %9.2f  %s\n", "export: M events/s, later (median of 3)", later,
@@ -888,8 +899,8 @@ void burst_rows() {
     const double made = static_cast<double>(threads) * each;
     char note[160];
     std::snprintf(note, sizeof note, "0 dropped (%llu of %.0f dropped, %.0f MiB of the cap written, %.1f M ranges/s)",
-                  static_cast<unsigned long long>(c.dropped), made,
-                  static_cast<double>(c.buffer_bytes) / (1 << 20), made / secs / 1e6);
+                  static_cast<unsigned long long>(c.dropped), made, static_cast<double>(c.buffer_bytes) / (1 << 20),
+                  made / secs / 1e6);
     std::printf("%-40s %9llu %9s  %s\n", label, static_cast<unsigned long long>(c.dropped), "", note);
     std::error_code ec;
     std::filesystem::remove_all(cfg.output_dir, ec);
@@ -965,12 +976,10 @@ int main(int argc, char** argv) {
           "simulated runtime, the same 2 events");
   row_key("device: 2 bare records, 2048 events", "device_two_bare_records_rotating", get("device_two_bare_records"),
           "distinct events, as timing needs");
-  row_key("device: stream-tied range (x 2 records)", "device_stream_range", get("device_two_bare_records"),
-          "<= 1.2x");
-  row_key("device: stream-tied range (x rotating)", "device_stream_range",
-          get("device_two_bare_records_rotating"), "");
-  row_key("device: 2 bare records, times read back", "device_two_bare_records_timed",
-          get("device_two_bare_records"), "by a second thread, as timing needs");
+  row_key("device: stream-tied range (x 2 records)", "device_stream_range", get("device_two_bare_records"), "<= 1.2x");
+  row_key("device: stream-tied range (x rotating)", "device_stream_range", get("device_two_bare_records_rotating"), "");
+  row_key("device: 2 bare records, times read back", "device_two_bare_records_timed", get("device_two_bare_records"),
+          "by a second thread, as timing needs");
   row_key("device: stream-tied range (x timed)", "device_stream_range", get("device_two_bare_records_timed"), "");
   row_key("device: 2 records + 2 clock reads", "device_two_records_clock_reads", get("device_two_bare_records"),
           "what a stream-tied range cannot avoid");

@@ -17,6 +17,9 @@
 //
 // There is no NPU here: the device work runs on npuprof's SIMULATED Ascend
 // runtime, and the all-reduce is a barrier between the processes.
+
+// npuprof's implementation comes from src/implementation.cpp, compiled once
+// for the examples that link it (examples/meson.build).
 #include <npuprof/session.hpp>
 #if defined(NPUPROF_EXAMPLE_DATABASE)
 #include <npuprof/database.hpp>
@@ -62,9 +65,8 @@ struct job {
 // the cluster analysis turns into a communication operation.
 // `stream_id` numbers the stream as the runtime does, the same on every rank.
 std::string hccl_message(const char* op, int stream_id, long count, const char* data_type) {
-  return std::string("{\"streamId\": \"") + std::to_string(stream_id) +
-         "\",\"count\": \"" + std::to_string(count) + "\",\"dataType\": \"" + data_type +
-         "\",\"groupName\": \"hccl_world_group\",\"opName\": \"" + op + "\"}";
+  return std::string("{\"streamId\": \"") + std::to_string(stream_id) + "\",\"count\": \"" + std::to_string(count) +
+         "\",\"dataType\": \"" + data_type + "\",\"groupName\": \"hccl_world_group\",\"opName\": \"" + op + "\"}";
 }
 
 void sleep_us(int us) { std::this_thread::sleep_for(std::chrono::microseconds(us)); }

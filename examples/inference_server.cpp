@@ -22,6 +22,9 @@
 //
 // There is no NPU here: the device work runs on npuprof's SIMULATED Ascend
 // runtime, so the device tracks are labelled as simulated.
+
+// The one file of the program that compiles npuprof's implementation.
+#define NPUPROF_IMPLEMENTATION
 #include <npuprof/session.hpp>
 #if defined(NPUPROF_EXAMPLE_METRICS)
 #include <npuprof/metrics.hpp>

@@ -3,7 +3,7 @@
 // between them in the timeline.
 //
 // There is no NPU here: the kernels run on npuprof's SIMULATED Ascend
-// runtime (build/src/simulated/libascendcl.so), which behaves like the real
+// runtime (build/tests/doubles/simulated_acl/libascendcl.so), which behaves like the real
 // one for streams and events. With a real device, link libascendcl.so and
 // drop the npuprof_sim_* calls; npuprof loads the runtime by itself.
 //
@@ -12,6 +12,9 @@
 // With --db (or NPUPROF_EXPORT_TYPE=text,db) the trace directory also holds
 // the database MindStudio Insight and msprof-analyze read. Each pass over
 // the layers is a step (session::step()): ProfilerStep#N in both.
+
+// npuprof's implementation comes from src/implementation.cpp, compiled once
+// for the examples that link it (examples/meson.build).
 #include <npuprof/session.hpp>
 #if defined(NPUPROF_EXAMPLE_DATABASE)
 #include <npuprof/database.hpp>

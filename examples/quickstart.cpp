@@ -5,6 +5,9 @@
 // Run it, then open the printed trace_view.json. Try also
 //   NPUPROF_DOMAIN_EXCLUDE=comm ./quickstart     (no "comm" events)
 //   NPUPROF_MSTX=0 ./quickstart                  (no events at all)
+
+// The one file of the program that compiles npuprof's implementation.
+#define NPUPROF_IMPLEMENTATION
 #include <npuprof/session.hpp>
 
 #include <chrono>
@@ -74,8 +77,9 @@ int main() {
 
   const auto dir = session.stop();
   std::printf("npuprof quickstart: trace written to %s/trace_view.json\n", dir.c_str());
-  std::printf("Open it in https://ui.perfetto.dev (Open trace file), chrome://tracing (Load),\n"
-              "or MindStudio Insight (Import Data). Metadata: %s/profiler_metadata.json\n",
-              dir.c_str());
+  std::printf(
+      "Open it in https://ui.perfetto.dev (Open trace file), chrome://tracing (Load),\n"
+      "or MindStudio Insight (Import Data). Metadata: %s/profiler_metadata.json\n",
+      dir.c_str());
   return 0;
 }

@@ -62,7 +62,8 @@ class domains {
     const auto first = reinterpret_cast<std::uintptr_t>(&entries_[0]);
     if (at < first) return nullptr;
     const std::uintptr_t offset = at - first;
-    if (offset % sizeof(domain) != 0 || offset / sizeof(domain) >= used_.load(std::memory_order_acquire)) return nullptr;
+    if (offset % sizeof(domain) != 0 || offset / sizeof(domain) >= used_.load(std::memory_order_acquire))
+      return nullptr;
     return const_cast<domain*>(&entries_[offset / sizeof(domain)]);
   }
 

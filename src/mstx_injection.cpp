@@ -15,6 +15,7 @@
 // A toolkit mstx library that npuprof forwards to may load this library
 // again (it reads MSTX_INJECTION_PATH on its first call): that nested
 // InitInjectionMstx declines, and npuprof does not forward to it.
+#define NPUPROF_IMPLEMENTATION  // the one file that compiles the implementation
 #include <npuprof/session.hpp>
 #ifdef NPUPROF_MSTX_DATABASE
 #include <npuprof/database.hpp>  // export_type "db"
@@ -67,9 +68,9 @@ npuprof_mstx::range_ids g_ranges;
 
 // Where this process stands: each call that records reads it once.
 enum phase : int {
-  recording,        // as the program runs
-  child_to_start,   // a fork() child whose first mstx call starts its own session
-  written,          // the trace was written at exit: a call now is counted, not recorded
+  recording,       // as the program runs
+  child_to_start,  // a fork() child whose first mstx call starts its own session
+  written,         // the trace was written at exit: a call now is counted, not recorded
 };
 std::atomic<int> g_phase{recording};
 
@@ -189,7 +190,8 @@ void domain_destroy(mstxDomainHandle_t h) {
 
 void domain_mark_a(mstxDomainHandle_t h, const char* message, aclrtStream stream) {
   if (!may_record()) return;
-  if (npuprof::detail::domain_handle* d = recording_domain(h)) npuprof::mark(npuprof::runtime_domain(*d), message, stream);
+  if (npuprof::detail::domain_handle* d = recording_domain(h))
+    npuprof::mark(npuprof::runtime_domain(*d), message, stream);
 }
 
 mstxRangeId domain_range_start_a(mstxDomainHandle_t h, const char* message, aclrtStream stream) {
@@ -248,7 +250,7 @@ struct module_table {
 
 // --- the session: started on the first mstx call, written at exit --------
 
-npuprof::session* g_session = nullptr;  // null: none of ours runs in this process
+npuprof::session* g_session = nullptr;          // null: none of ours runs in this process
 npuprof::session* g_parents_session = nullptr;  // in a fork() child: never written here, never freed
 
 // npuprof-run names a file where each trace written is noted, a line each.
@@ -357,7 +359,8 @@ extern "C" __attribute__((visibility("default"))) int InitInjectionMstx(mstxGetM
   const bool has_core = tables.core.get(get, MSTX_API_MODULE_CORE, 4);
   const bool has_domain = has_core && tables.domain.get(get, MSTX_API_MODULE_CORE_DOMAIN, 5);
   if (!has_core || !has_domain) {
-    say("mstx injection failed: the program's %s function table is missing or too small", !has_core ? "CORE" : "CORE_DOMAIN");
+    say("mstx injection failed: the program's %s function table is missing or too small",
+        !has_core ? "CORE" : "CORE_DOMAIN");
     return MSTX_FAIL;
   }
   npuprof::detail::mstx_loops().add_injector(reinterpret_cast<const void*>(get));

@@ -59,13 +59,14 @@ class range_ids {
         return r;
       }
     }
-    if (p.closed.load(std::memory_order_relaxed) == mstx) return {p.closed_range.load(std::memory_order_relaxed), nullptr};
+    if (p.closed.load(std::memory_order_relaxed) == mstx)
+      return {p.closed_range.load(std::memory_order_relaxed), nullptr};
     return {unknown | mstx, nullptr};
   }
 
  private:
-  static constexpr std::uint64_t probes = 64;  // places tried in a row
-  static constexpr std::uint64_t jumps = 64;   // rows tried
+  static constexpr std::uint64_t probes = 64;                                   // places tried in a row
+  static constexpr std::uint64_t jumps = 64;                                    // rows tried
   static constexpr std::uint64_t laps = (std::uint64_t{1} << 32) / places - 1;  // lap numbers 1 to laps
   // npuprof's ids keep their thread's index in the bits above 40, far below this one.
   static constexpr std::uint64_t unknown = std::uint64_t{1} << 63;

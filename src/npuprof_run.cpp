@@ -140,7 +140,8 @@ options parse(int argc, char** argv) {
     } else if (value(arg, "--exclude", v)) {
       o.env.emplace_back("NPUPROF_DOMAIN_EXCLUDE", v);
     } else if (value(arg, "--config", v)) {
-      if (::access(v.c_str(), R_OK) != 0) usage_error("option '--config': cannot read '" + v + "': " + std::strerror(errno));
+      if (::access(v.c_str(), R_OK) != 0)
+        usage_error("option '--config': cannot read '" + v + "': " + std::strerror(errno));
       o.env.emplace_back("NPUPROF_CONFIG", fs::absolute(v).string());
     } else if (value(arg, "--wait", v)) {
       if (v != "all" && v != "primary") usage_error("option '--wait': expected all or primary, got '" + v + "'");
@@ -166,7 +167,8 @@ std::string find_library() {
   std::vector<fs::path> tried;
   if (!ec) {
     tried.push_back(self.parent_path() / library_name);
-    tried.push_back(self.parent_path() / fs::path(NPUPROF_RUN_LIBDIR).lexically_relative(NPUPROF_RUN_BINDIR) / library_name);
+    tried.push_back(self.parent_path() / fs::path(NPUPROF_RUN_LIBDIR).lexically_relative(NPUPROF_RUN_BINDIR) /
+                    library_name);
   }
   tried.push_back(fs::path(NPUPROF_RUN_LIBDIR) / library_name);
   std::string list;
@@ -254,8 +256,9 @@ bool wait_for_the_rest(bool wait_all) {
     if (pid < 0 && errno == EINTR) continue;
     if (pid < 0) return false;  // none left
     if (!wait_all) {
-      tell("the program ended; processes it started still run: their traces are written when they exit, not "
-           "listed here");
+      tell(
+          "the program ended; processes it started still run: their traces are written when they exit, not "
+          "listed here");
       return true;
     }
     if (g_stop_waiting.load()) {
@@ -263,8 +266,9 @@ bool wait_for_the_rest(bool wait_all) {
       return true;
     }
     if (!said) {
-      tell("the program ended; waiting for the processes it started (a signal stops the wait; --wait primary "
-           "does not wait)");
+      tell(
+          "the program ended; waiting for the processes it started (a signal stops the wait; --wait primary "
+          "does not wait)");
       said = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -277,7 +281,7 @@ bool wait_for_the_rest(bool wait_all) {
   if (WIFEXITED(status)) std::exit(WEXITSTATUS(status));
   const int sig = WTERMSIG(status);
   std::fflush(nullptr);
-  const struct rlimit no_core {0, 0};
+  const struct rlimit no_core { 0, 0 };
   ::setrlimit(RLIMIT_CORE, &no_core);
   ::signal(sig, SIG_DFL);
   sigset_t only;
@@ -332,8 +336,9 @@ int main(int argc, char** argv) {
   }
   ::unlink(list.c_str());
   if (traces == 0 && !others_run) {
-    tell("no trace written (the program made no mstx call, or ended without exit(): killed, _exit(), or exec of "
-         "a program that makes none)");
+    tell(
+        "no trace written (the program made no mstx call, or ended without exit(): killed, _exit(), or exec of "
+        "a program that makes none)");
   }
   end_as(status);
 }

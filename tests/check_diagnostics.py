@@ -10,7 +10,7 @@ import re
 import sys
 
 WRITES = re.compile(r"\b(fprintf|fputs|fwrite)\s*\(\s*stderr|std::cerr|\bperror\s*\(")
-ALLOWED = {"include/npuprof/detail/diagnostics.hpp"}
+ALLOWED = {"include/npuprof/marker/diagnostics.hpp"}
 
 
 def main():

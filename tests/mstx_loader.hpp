@@ -79,10 +79,20 @@ class mstx_loader {
  private:
   static int get_table(int module, mstxFuncTable* out, unsigned* size) {
     switch (module) {
-      case MSTX_API_MODULE_CORE: *out = current_->core_table_; *size = current_->core_size; return MSTX_SUCCESS;
-      case MSTX_API_MODULE_CORE_DOMAIN: *out = current_->domain_table_; *size = current_->domain_size; return MSTX_SUCCESS;
-      case MSTX_API_MODULE_CORE_MEM: *out = current_->mem_table_; *size = current_->mem_size; return MSTX_SUCCESS;
-      default: return MSTX_FAIL;
+      case MSTX_API_MODULE_CORE:
+        *out = current_->core_table_;
+        *size = current_->core_size;
+        return MSTX_SUCCESS;
+      case MSTX_API_MODULE_CORE_DOMAIN:
+        *out = current_->domain_table_;
+        *size = current_->domain_size;
+        return MSTX_SUCCESS;
+      case MSTX_API_MODULE_CORE_MEM:
+        *out = current_->mem_table_;
+        *size = current_->mem_size;
+        return MSTX_SUCCESS;
+      default:
+        return MSTX_FAIL;
     }
   }
 

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <npuprof/session.hpp>
+#include <npuprof/trace_data.hpp>
 
 #include <algorithm>
 #include <atomic>

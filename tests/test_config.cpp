@@ -2,6 +2,9 @@
 // the file, key and reason, and warnings for what is ignored.
 #include "support.hpp"
 
+// What this suite checks from the inside.
+#include <npuprof/control/config_keys.hpp>
+
 #include <fstream>
 #include <regex>
 #include <set>
@@ -177,9 +180,8 @@ TEST_CASE("numeric settings that would wrap or overflow are errors naming the ke
     CAPTURE(key);
     CAPTURE(value);
     const numeric_setting& s = setting(key);
-    const std::string json = error_of([&] {
-      npuprof::config::from_json(std::string("{\"") + key + "\": " + value + "}", "n.json");
-    });
+    const std::string json =
+        error_of([&] { npuprof::config::from_json(std::string("{\"") + key + "\": " + value + "}", "n.json"); });
     CHECK_EQ(json, std::string("n.json: key '") + key + "': must be " + s.range + ", got " + value);
     CHECK_EQ(env_error(s.env, value), std::string("environment variable ") + s.env + " (" + key + "): must be " +
                                           s.range + ", got '" + value + "'");
@@ -194,7 +196,9 @@ TEST_CASE("numeric settings that would wrap or overflow are errors naming the ke
   CHECK_EQ(env_error("NPUPROF_FLUSH_INTERVAL_MS", " 5"),
            "environment variable NPUPROF_FLUSH_INTERVAL_MS (flush_interval_ms): expected an integer between 1 and "
            "60000, got ' 5'");
-  CHECK_EQ(error_of([] { npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 18446744073709551615}})", "f.json"); }),
+  CHECK_EQ(error_of([] {
+             npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 18446744073709551615}})", "f.json");
+           }),
            "f.json: key 'flight_recorder.memory_mb': must be between 1 and 1048576, got 18446744073709551615");
   CHECK_EQ(error_of([] { npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 0}})", "f.json"); }),
            "f.json: key 'flight_recorder.memory_mb': must be between 1 and 1048576, got 0");
@@ -273,7 +277,8 @@ TEST_CASE("numeric settings at the edges of their ranges are accepted, from JSON
   const auto flight = npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 1048576, "window_s": 604800}})");
   CHECK(flight.flight.memory_mb == 1048576);
   CHECK(flight.flight.window_s == 604800);
-  CHECK(npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 1, "window_s": 0.001}})").flight.memory_mb == 1);
+  CHECK(npuprof::config::from_json(R"({"flight_recorder": {"memory_mb": 1, "window_s": 0.001}})").flight.memory_mb ==
+        1);
 }
 
 TEST_CASE("an empty output directory is an error naming the key") {
@@ -402,7 +407,7 @@ TEST_CASE("the config is written to the metadata") {
 
 namespace {
 
-// A row of README's configuration table: JSON keys, environment variables,
+// A row of the configuration table (docs/configuration.md): JSON keys, environment variables,
 // the default and what it means, as written there.
 struct readme_row {
   std::vector<std::string> keys, envs;
@@ -423,16 +428,16 @@ std::string trimmed(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, s.find_last_not_of(' ') - b + 1);
 }
 
-// The rows of the table under "## Configuration" in the README that
-// NPUPROF_TEST_README names (the build sets it for this test).
-std::vector<readme_row> readme_configuration(const char* path) {
+// The rows of the table under "# Configuration" in docs/configuration.md,
+// in the documentation folder NPUPROF_TEST_DOCS names (the build sets it).
+std::vector<readme_row> readme_configuration(const std::string& path) {
   std::ifstream in(path);
   REQUIRE_MESSAGE(in.good(), "cannot read " << path);
   std::vector<readme_row> rows;
   std::string line;
   bool in_section = false, in_table = false;
   while (std::getline(in, line)) {
-    if (line.rfind("## ", 0) == 0) in_section = line == "## Configuration";
+    if (line.rfind("#", 0) == 0) in_section = line == "# Configuration";
     if (!in_section) continue;
     if (line.rfind("| JSON key |", 0) == 0) {
       in_table = true;
@@ -453,20 +458,21 @@ std::vector<readme_row> readme_configuration(const char* path) {
 
 }  // namespace
 
-TEST_CASE("README's configuration table has every key, with the code's variables, defaults and ranges") {
-  const char* path = std::getenv("NPUPROF_TEST_README");
-  if (path == nullptr) {
-    MESSAGE("NPUPROF_TEST_README is not set: README not checked");
+TEST_CASE("the configuration reference's table has every key, with the code's variables, defaults and ranges") {
+  const char* docs = std::getenv("NPUPROF_TEST_DOCS");
+  if (docs == nullptr) {
+    MESSAGE("NPUPROF_TEST_DOCS is not set: the reference is not checked");
     return;
   }
-  const auto rows = readme_configuration(path);
+  const auto rows = readme_configuration(std::string(docs) + "/configuration.md");
   REQUIRE(rows.size() >= 15);
 
   std::set<std::string> documented, known;
   for (const readme_row& r : rows) documented.insert(r.keys.begin(), r.keys.end());
   for (std::string_view k : npuprof::detail::known_config_keys()) known.insert(std::string(k));
-  for (const std::string& k : known) CHECK_MESSAGE(documented.count(k) == 1, "README does not document " << k);
-  for (const std::string& k : documented) CHECK_MESSAGE(known.count(k) == 1, "README documents an unknown key " << k);
+  for (const std::string& k : known) CHECK_MESSAGE(documented.count(k) == 1, "the reference does not document " << k);
+  for (const std::string& k : documented)
+    CHECK_MESSAGE(known.count(k) == 1, "the reference documents an unknown key " << k);
 
   // Each key's environment variable, as the code's key table has it, is in its row.
   for (const readme_row& r : rows) {
@@ -474,7 +480,7 @@ TEST_CASE("README's configuration table has every key, with the code's variables
       const npuprof::detail::config_key* k = npuprof::detail::find_config_key(name);
       if (k == nullptr || k->env == nullptr) continue;
       CHECK_MESSAGE(std::find(r.envs.begin(), r.envs.end(), k->env) != r.envs.end(),
-                    "README's row for " << name << " does not name " << std::string(k->env));
+                    "the reference's row for " << name << " does not name " << std::string(k->env));
     }
   }
 
@@ -495,7 +501,7 @@ TEST_CASE("README's configuration table has every key, with the code's variables
       const std::string range = s.range;
       REQUIRE(std::regex_match(range, m, std::regex("between (-?[0-9]+) and ([0-9]+)")));
       CHECK_MESSAGE(std::regex_search(r.meaning, std::regex(m[1].str() + "( \\([^)]*\\))? to " + m[2].str() + "\\b")),
-                    "README gives no range '" << m[1] << " to " << m[2] << "' in: " << r.meaning);
+                    "the reference gives no range '" << m[1] << " to " << m[2] << "' in: " << r.meaning);
     }
     // A switch: its variable takes the values the table names, nothing else.
     if (r.keys.size() == 1 && r.envs.size() == 1 && defaults[key].is_boolean()) {
@@ -524,7 +530,7 @@ TEST_CASE("README's configuration table has every key, with the code's variables
     const nlohmann::json& code = defaults[key];
     if (std::regex_match(d, std::regex("-?[0-9]+"))) {
       for (const std::string& k : r.keys) {
-        CHECK_MESSAGE(defaults[k] == std::stoll(d), k << ": README " << d << ", code " << defaults[k]);
+        CHECK_MESSAGE(defaults[k] == std::stoll(d), k << ": reference " << d << ", code " << defaults[k]);
       }
     } else if (d == "true" || d == "false") {
       CHECK(code == (d == "true"));

@@ -41,7 +41,8 @@ class db_reader {
 
   std::vector<std::vector<std::string>> rows(const std::string& sql) const {
     sqlite3_stmt* s = nullptr;
-    REQUIRE_MESSAGE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) == SQLITE_OK, sqlite3_errmsg(db_) << ": " << sql);
+    REQUIRE_MESSAGE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) == SQLITE_OK, sqlite3_errmsg(db_)
+                                                                                            << ": " << sql);
     std::vector<std::vector<std::string>> out;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -170,11 +171,13 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
   // Every mstx event has its own connection id, from msprof's first one on;
   // device events share theirs. Each mark is also a PYTORCH_API call linked
   // to it through CONNECTION_IDS, as torch_npu records mstx calls.
-  CHECK(db.number("SELECT COUNT(DISTINCT connectionId) FROM MSTX_EVENTS") == db.number("SELECT COUNT(*) FROM MSTX_EVENTS"));
+  CHECK(db.number("SELECT COUNT(DISTINCT connectionId) FROM MSTX_EVENTS") ==
+        db.number("SELECT COUNT(*) FROM MSTX_EVENTS"));
   CHECK(db.number("SELECT MIN(connectionId) FROM MSTX_EVENTS") == 4000000001);
   const auto api = db.rows(
       "SELECT CAST(a.startNs AS INTEGER) = m.startNs, a.globalTid = m.globalTid, a.name = m.message, a.type "
-      "FROM PYTORCH_API a JOIN CONNECTION_IDS c ON c.id = a.connectionId JOIN MSTX_EVENTS m ON m.connectionId = c.connectionId");
+      "FROM PYTORCH_API a JOIN CONNECTION_IDS c ON c.id = a.connectionId JOIN MSTX_EVENTS m ON m.connectionId = "
+      "c.connectionId");
   CHECK(api.size() == 51);
   for (const auto& r : api) CHECK(r == names{"1", "1", "1", "50004"});
   CHECK(db.number("SELECT COUNT(*) FROM PYTORCH_API") == 51);
@@ -192,8 +195,8 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
   // Ranges of one thread nest by startNs/endNs.
   for (const auto& r : db.rows("SELECT DISTINCT globalTid FROM MSTX_EVENTS")) {
     std::vector<std::pair<std::int64_t, std::int64_t>> open;
-    for (const auto& e : db.rows("SELECT startNs, endNs FROM MSTX_EVENTS WHERE eventType = 2 AND globalTid = " +
-                                 r[0] + " AND globalTid = endGlobalTid ORDER BY startNs, endNs DESC")) {
+    for (const auto& e : db.rows("SELECT startNs, endNs FROM MSTX_EVENTS WHERE eventType = 2 AND globalTid = " + r[0] +
+                                 " AND globalTid = endGlobalTid ORDER BY startNs, endNs DESC")) {
       const std::int64_t b = std::stoll(e[0]), end = std::stoll(e[1]);
       while (!open.empty() && open.back().second <= b) open.pop_back();
       if (!open.empty()) CHECK_MESSAGE(end <= open.back().second, "a slice outlasts its parent on " << r[0]);
@@ -209,7 +212,7 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
   for (const json& e : t.events) {
     if (e["pid"] != device_pid && (e["ph"] == "X" || e["ph"] == "i")) {
       json_starts[{e["tid"].get<std::uint32_t>(), e["name"].get<std::string>()}].push_back(test::to_ns(e["ts"]) +
-                                                                                        steady_to_wall);
+                                                                                           steady_to_wall);
     }
   }
   for (const auto& r : db.rows(joined)) db_starts[{low_tid(r[0]), r[2]}].push_back(std::stoll(r[5]));
@@ -241,7 +244,8 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
 
   // The device part of stream-tied markers: one TASK row each, linked to
   // its host row by connectionId.
-  const auto device_json = t.where([](const json& e) { return e["pid"] == device_pid && (e["ph"] == "X" || e["ph"] == "i"); });
+  const auto device_json =
+      t.where([](const json& e) { return e["pid"] == device_pid && (e["ph"] == "X" || e["ph"] == "i"); });
   CHECK(device_json.size() == 6);
   CHECK(db.number("SELECT COUNT(*) FROM TASK") == static_cast<std::int64_t>(device_json.size()));
   const auto linked = db.rows(
@@ -266,7 +270,8 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
         std::vector<names>{{"0.25"}});
   std::map<std::uint32_t, std::string> json_threads, db_threads;
   for (const json& e : t.events) {
-    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] != device_pid) json_threads[e["tid"].get<std::uint32_t>()] = e["args"]["name"];
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] != device_pid)
+      json_threads[e["tid"].get<std::uint32_t>()] = e["args"]["name"];
   }
   for (const auto& r : db.rows("SELECT t.tid, s.value FROM NPUPROF_THREADS t JOIN STRING_IDS s ON s.id = t.name")) {
     db_threads[static_cast<std::uint32_t>(std::stoul(r[0]))] = r[1];
@@ -275,7 +280,8 @@ TEST_CASE("the database holds the JSON trace's events, names, threads and durati
   for (const auto& entry : db_threads) CHECK(json_threads.at(entry.first) == entry.second);
   // META_DATA as torch_npu fills it: msprof's schema version, then each
   // metadata entry as JSON.
-  CHECK(db.rows("SELECT value FROM META_DATA WHERE name = 'trace_id'") == std::vector<names>{{t.meta["trace_id"].dump()}});
+  CHECK(db.rows("SELECT value FROM META_DATA WHERE name = 'trace_id'") ==
+        std::vector<names>{{t.meta["trace_id"].dump()}});
   CHECK(db.rows("SELECT value FROM META_DATA WHERE name LIKE 'SCHEMA_VERSION%' ORDER BY name") ==
         std::vector<names>{{"1.2.0"}, {"1"}, {"0"}, {"2"}});  // full, major, micro, minor
   // The device, as the (simulated) runtime names it.
@@ -303,8 +309,9 @@ TEST_CASE("the database alone, named for the rank, from stop() and from dump()")
   for (const auto& out : {dumped, stopped}) {
     CHECK_FALSE(test::fs::exists(out / "trace_view.json"));
     db_reader db(database_in(out, "ascend_pytorch_profiler_3.db"));
-    CHECK(db.number("SELECT COUNT(*) FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message WHERE s.value = 'step'") ==
-          100);
+    CHECK(
+        db.number("SELECT COUNT(*) FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message WHERE s.value = 'step'") ==
+        100);
     CHECK(db.rows("SELECT rankId FROM RANK_DEVICE_MAP") == std::vector<std::vector<std::string>>{{"3"}});
   }
 }
@@ -325,7 +332,8 @@ TEST_CASE("each schedule cycle writes its own database") {
   s.stop();
   REQUIRE(written.size() == 2);
   const std::vector<std::vector<std::string>> first{{"step 1"}, {"step 2"}}, second{{"step 4"}, {"step 5"}};
-  const std::string names = "SELECT s.value FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message ORDER BY m.startNs";
+  const std::string names =
+      "SELECT s.value FROM MSTX_EVENTS m JOIN STRING_IDS s ON s.id = m.message ORDER BY m.startNs";
   CHECK(db_reader(database_in(written[0])).rows(names) == first);
   CHECK(db_reader(database_in(written[1])).rows(names) == second);
 }
@@ -356,13 +364,13 @@ TEST_CASE("a database that cannot be written is an error naming it, and leaves n
   CHECK(test::fs::is_empty(dir.path));
 }
 
-TEST_CASE("README's example queries run on a database and find what was recorded") {
-  const char* readme = std::getenv("NPUPROF_TEST_README");
-  if (readme == nullptr) {
-    MESSAGE("NPUPROF_TEST_README is not set: skipped");
+TEST_CASE("the database reference's example queries run on a database and find what was recorded") {
+  const char* docs = std::getenv("NPUPROF_TEST_DOCS");
+  if (docs == nullptr) {
+    MESSAGE("NPUPROF_TEST_DOCS is not set: skipped");
     return;
   }
-  std::ifstream in(readme);
+  std::ifstream in(std::string(docs) + "/output.md");
   std::stringstream text;
   text << in.rdbuf();
   const std::string all = text.str();
@@ -444,8 +452,9 @@ TEST_CASE("invalid UTF-8 in messages, names and metadata is stored as the JSON h
   CHECK(db.rows("SELECT value IS NULL FROM NPUPROF_COUNTERS") == std::vector<std::vector<std::string>>{{"1"}});
 }
 
-TEST_CASE("the database goes into the directory npuprof made, even if a symlink takes its place, and a file swapped "
-          "for a symlink is an error") {
+TEST_CASE(
+    "the database goes into the directory npuprof made, even if a symlink takes its place, and a file swapped "
+    "for a symlink is an error") {
   namespace d = npuprof::detail;
   test::temp_dir dir;
   const test::fs::path victim = dir.path / "victim";

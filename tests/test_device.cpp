@@ -3,6 +3,12 @@
 // and fallback to host-only.
 #include "support.hpp"
 
+// What this suite checks from the inside.
+#include <npuprof/backend/acl_runtime.hpp>
+#include <npuprof/backend/event_pool.hpp>
+#include <npuprof/engine/asymmetric_fence.hpp>
+#include <npuprof/export/trace_view.hpp>
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -45,16 +51,16 @@ bool on_device(const json& e) { return e["pid"] == device_pid; }
 
 /// Device events (slices or instants) of `stream`, sorted by start.
 std::vector<json> device_of(const test::trace& t, const void* stream, const std::string& ph = "X") {
-  auto v = t.where([&](const json& e) {
-    return on_device(e) && e["ph"] == ph && e["args"]["stream"] == hex(stream);
-  });
-  std::sort(v.begin(), v.end(), [](const json& a, const json& b) { return test::to_ns(a["ts"]) < test::to_ns(b["ts"]); });
+  auto v = t.where([&](const json& e) { return on_device(e) && e["ph"] == ph && e["args"]["stream"] == hex(stream); });
+  std::sort(v.begin(), v.end(),
+            [](const json& a, const json& b) { return test::to_ns(a["ts"]) < test::to_ns(b["ts"]); });
   return v;
 }
 
 std::vector<json> host_of(const test::trace& t, const std::string& name) {
   auto v = t.where([&](const json& e) { return !on_device(e) && e["ph"] == "X" && e["name"] == name; });
-  std::sort(v.begin(), v.end(), [](const json& a, const json& b) { return test::to_ns(a["ts"]) < test::to_ns(b["ts"]); });
+  std::sort(v.begin(), v.end(),
+            [](const json& a, const json& b) { return test::to_ns(a["ts"]) < test::to_ns(b["ts"]); });
   return v;
 }
 
@@ -74,8 +80,8 @@ std::size_t check_flows(const test::trace& t) {
     json found = nullptr;
     for (const json& e : t.events) {
       if (e["ph"] == "X" && e["pid"] == flow["pid"] && e["tid"] == flow["tid"] && e["ts"] == flow["ts"]) {
-        CHECK_MESSAGE(found.is_null(), "two slices begin where flow " << flow["id"] << " ends or starts: " << found
-                                                                     << " and " << e);
+        CHECK_MESSAGE(found.is_null(),
+                      "two slices begin where flow " << flow["id"] << " ends or starts: " << found << " and " << e);
         found = e;
       }
     }
@@ -233,7 +239,10 @@ TEST_CASE("the device clock's offset and rate are mapped onto the host clock") {
   // 20 ms outlasts the first record on the stream (it creates the stream's
   // event pool), even on a loaded machine under a sanitizer.
   npuprof_sim_launch_kernel(st, 20'000);
-  { npuprof::scoped_range<kernels> r{"long", st}; npuprof_sim_launch_kernel(st, 300'000); }
+  {
+    npuprof::scoped_range<kernels> r{"long", st};
+    npuprof_sim_launch_kernel(st, 300'000);
+  }
   aclrtSynchronizeStream(st);
   auto t = test::load(s.stop());
   const auto dev = device_of(t, st);
@@ -565,7 +574,10 @@ TEST_CASE("a failing runtime call degrades the session to host-only with a messa
   // The next session has its device timing back.
   npuprof::session again{device_config(dir)};
   again.start();
-  { npuprof::scoped_range<kernels> r{"recovered", st}; npuprof_sim_launch_kernel(st, 100); }
+  {
+    npuprof::scoped_range<kernels> r{"recovered", st};
+    npuprof_sim_launch_kernel(st, 100);
+  }
   auto t2 = test::load(again.stop());
   CHECK(device_of(t2, st).size() == 1);
   CHECK(t2.meta["backend"]["degraded"].is_null());
@@ -590,7 +602,10 @@ TEST_CASE("a stream the runtime does not know is not timed: host-only markers, c
     npuprof::scoped_range<kernels> r{"on bogus", bogus};
   }
   npuprof::mark<kernels>("bogus mark", bogus);
-  { npuprof::scoped_range<kernels> r{"on valid", st}; npuprof_sim_launch_kernel(st, 100); }
+  {
+    npuprof::scoped_range<kernels> r{"on valid", st};
+    npuprof_sim_launch_kernel(st, 100);
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the background thread reports it
   auto t = test::load(s.stop());
   const std::string text = err.text();
@@ -602,8 +617,9 @@ TEST_CASE("a stream the runtime does not know is not timed: host-only markers, c
   CHECK(t.meta["backend"]["degraded"].is_null());
   CHECK(t.meta["backend"]["device_events"]["dropped_untimed_stream"] == 7);  // 3 ranges x 2, 1 mark
   CHECK(t.meta["backend"]["untimed_streams"] >= 1);
-  CHECK(text.find("npuprof: stream 0x1000 is not a stream of the runtime (aclrtRecordEvent failed with error 107000)") !=
-        std::string::npos);
+  CHECK(
+      text.find("npuprof: stream 0x1000 is not a stream of the runtime (aclrtRecordEvent failed with error 107000)") !=
+      std::string::npos);
   aclrtDestroyStream(st);
 }
 
@@ -761,8 +777,8 @@ TEST_CASE("markers are forwarded to the toolkit's mstx library with message, dom
     CHECK_MESSAGE(n == 1, what[1] << " ended " << n << " times");
     seen.insert(what[0] + "|" + what[1] + "|" + what[2]);
   }
-  const std::multiset<std::string> expected = {"kernels|gemm|" + stream, "default|copied|0",
-                                               "kernels|cross|" + stream, "kernels|unique|0"};
+  const std::multiset<std::string> expected = {"kernels|gemm|" + stream, "default|copied|0", "kernels|cross|" + stream,
+                                               "kernels|unique|0"};
   CHECK(seen == expected);
   aclrtDestroyStream(st);
 }

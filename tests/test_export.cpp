@@ -2,6 +2,9 @@
 // that reads back as the same text (invalid UTF-8 replaced by U+FFFD).
 #include "support.hpp"
 
+// What this suite checks from the inside.
+#include <npuprof/export/trace_view.hpp>
+
 #include <sys/stat.h>
 
 #include <npuprof/export/json_escape.hpp>
@@ -38,18 +41,24 @@ TEST_CASE("quotes, backslashes and control characters are escaped") {
 TEST_CASE("valid UTF-8 passes through and invalid bytes become U+FFFD") {
   CHECK(round_trip("héllo → 世界 🚀") == "héllo → 世界 🚀");
   const std::string fffd = "\xEF\xBF\xBD";
-  CHECK(round_trip("a\xFF" "b") == "a" + fffd + "b");
-  CHECK(round_trip("\xC3") == fffd);                       // truncated sequence
-  CHECK(round_trip("\xC0\xAF") == fffd + fffd);            // overlong
-  CHECK(round_trip("\xED\xA0\x80") == fffd + fffd + fffd); // surrogate
+  CHECK(round_trip("a\xFF"
+                   "b") == "a" + fffd + "b");
+  CHECK(round_trip("\xC3") == fffd);                                   // truncated sequence
+  CHECK(round_trip("\xC0\xAF") == fffd + fffd);                        // overlong
+  CHECK(round_trip("\xED\xA0\x80") == fffd + fffd + fffd);             // surrogate
   CHECK(round_trip("\xF4\x90\x80\x80") == fffd + fffd + fffd + fffd);  // above U+10FFFF
 }
 
 TEST_CASE("hostile messages, thread names and domain names give a trace that parses back") {
   test::temp_dir dir;
-  const std::vector<std::string> hostile = {
-      "quote \" and backslash \\", "newline\nand\ttab", std::string("nul\0inside", 10), "\x7f\x01\x02",
-      "=cmd|' /C calc'!A0", "</script>", "emoji 🚀 and 世界", "{\"not\": \"json\"}"};
+  const std::vector<std::string> hostile = {"quote \" and backslash \\",
+                                            "newline\nand\ttab",
+                                            std::string("nul\0inside", 10),
+                                            "\x7f\x01\x02",
+                                            "=cmd|' /C calc'!A0",
+                                            "</script>",
+                                            "emoji 🚀 and 世界",
+                                            "{\"not\": \"json\"}"};
   std::uint64_t tid = 0;
   auto t = test::record(test::config_in(dir), [&] {
     tid = npuprof::detail::os_thread_id();
@@ -155,7 +164,8 @@ void check_as_read(const slices& s) {
        at_text = text.find("\"ts\":", at_text + 1)) {
     const std::size_t from = at_text + 5, point = text.find('.', from);
     REQUIRE(point != std::string::npos);
-    const std::int64_t written = std::stoll(text.substr(from, point - from)) * 1000 + std::stoll(text.substr(point + 1, 3));
+    const std::int64_t written =
+        std::stoll(text.substr(from, point - from)) * 1000 + std::stoll(text.substr(point + 1, 3));
     REQUIRE(starts < data.events.size());
     CHECK(written == data.events[starts++].ts);
   }
@@ -199,8 +209,10 @@ TEST_CASE("slices nest when a viewer adds ts and dur as float64, at absolute tim
     slices s;
     std::mt19937_64 random(7);
     for (std::uint32_t i = 0; i < 2000; ++i) {
-      const std::int64_t ts = i == 0 ? 60'558'391'815 : 1'000'000'000 + static_cast<std::int64_t>(random() % 120'000'000'000);
-      const std::int64_t dur = i == 0 ? 551'115'688'266 : 1'000'000'000 + static_cast<std::int64_t>(random() % 900'000'000'000);
+      const std::int64_t ts =
+          i == 0 ? 60'558'391'815 : 1'000'000'000 + static_cast<std::int64_t>(random() % 120'000'000'000);
+      const std::int64_t dur =
+          i == 0 ? 551'115'688'266 : 1'000'000'000 + static_cast<std::int64_t>(random() % 900'000'000'000);
       s.family(1000 + i, ts, dur, 1 + static_cast<std::int64_t>(random() % static_cast<std::uint64_t>(dur / 2)));
       s.add(3, 1000 + i, ts + dur, 1000);
     }
@@ -268,7 +280,8 @@ TEST_CASE("slices spanning many export windows are written sorted and nested, an
       npuprof::scoped_range<windows> a{std::string("copied outer ") + std::to_string(i % 3)};
       npuprof::scoped_range<windows> b{std::string("copied inner")};
     }
-  }).join();
+  })
+      .join();
   const std::filesystem::path out = s.stop();
   const test::trace t = test::load(out);
   CHECK(test::check_nesting(t) == 1 + middles + middles * leaves + 2000);
@@ -292,7 +305,8 @@ TEST_CASE("slices spanning many export windows are written sorted and nested, an
     CHECK(e["name"] == "outer");
     break;
   }
-  CHECK(t.meta["session"]["events"] == t.where([](const test::json& e) { return e["ph"] == "X" || e["ph"] == "i" || e["ph"] == "C"; }).size());
+  CHECK(t.meta["session"]["events"] ==
+        t.where([](const test::json& e) { return e["ph"] == "X" || e["ph"] == "i" || e["ph"] == "C"; }).size());
 
   // data() decodes the same records when asked, after the trace was written.
   const npuprof::trace_data& d = s.data();
@@ -354,7 +368,7 @@ TEST_CASE("scoped ranges ended out of scope order are drawn on another track and
   test::temp_dir dir;
   static const npuprof::registered_string<windows> first{"first"}, second{"second"}, leaf{"leaf"};
   constexpr int pairs = 3000, leaves = 10'000;  // past one export window
-  auto pause = [] {  // so that no two of the times below fall in one clock tick
+  auto pause = [] {                             // so that no two of the times below fall in one clock tick
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(1);
     while (std::chrono::steady_clock::now() < until) {
     }
@@ -380,7 +394,8 @@ TEST_CASE("scoped ranges ended out of scope order are drawn on another track and
     const npuprof::range_id id = npuprof::range_start<windows>("with an id");
     record();
     npuprof::range_end(id);
-  }).join();
+  })
+      .join();
   const test::trace t = test::load(s.stop());
   CHECK(test::check_nesting(t) == 2 * (2 * pairs + leaves) + 1);
   CHECK(t.count_of("overlapping_ranges") == 2 * pairs);
@@ -405,13 +420,11 @@ TEST_CASE("a backlog of thousands of overlapping ranges is drawn on as many trac
   ids.reserve(n);
   for (int i = 0; i < n; ++i) ids.push_back(npuprof::range_start<windows>("request"));
   for (const npuprof::range_id id : ids) npuprof::range_end(id);  // first in, first out
-  {
-    NPUPROF_RANGE(windows, "after the backlog");
-  }
+  { NPUPROF_RANGE(windows, "after the backlog"); }
   const test::trace t = test::load(s.stop());
   CHECK(test::check_nesting(t) == n + 1);
   std::set<std::uint64_t> tracks;
   for (const auto& e : t.named("request", "X")) tracks.insert(e["tid"].get<std::uint64_t>());
-  CHECK(tracks.size() > n / 2);  // about one each (ranges that end in one clock tick nest)
+  CHECK(tracks.size() > n / 2);                  // about one each (ranges that end in one clock tick nest)
   CHECK(t.count_of("overlapping_ranges") == 0);  // ranges with ids may overlap
 }

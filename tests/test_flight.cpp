@@ -3,6 +3,9 @@
 // min_duration_us threshold.
 #include "support.hpp"
 
+// What this suite checks from the inside.
+#include <npuprof/engine/chunk_pool.hpp>
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,7 +28,8 @@ npuprof::config flight_config(const test::temp_dir& dir, double window_s, std::s
 }
 
 std::int64_t steady_now() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 // Marks "seq" with a growing counter value every `period`, remembering when
@@ -125,7 +129,8 @@ TEST_CASE("a dump holds exactly the window, and recording goes on through it") {
     const bool present = std::binary_search(seq.begin(), seq.end(), static_cast<std::int64_t>(i));
     if (at >= window_start + 1'000'000 && at <= dump_end - 1'000'000) {
       ++expected_inside;
-      CHECK_MESSAGE(present, "sample " << i << " inside the window is missing: made " << (at - window_start) / 1000 << " us after its start, " << (dump_end - at) / 1000 << " us before its end");
+      CHECK_MESSAGE(present, "sample " << i << " inside the window is missing: made " << (at - window_start) / 1000
+                                       << " us after its start, " << (dump_end - at) / 1000 << " us before its end");
     }
     if (at < window_start - 1'000'000) CHECK_MESSAGE(!present, "sample " << i << " before the window is in the dump");
   }
@@ -222,9 +227,10 @@ TEST_CASE("memory stays bounded however much is recorded") {
   const std::uint64_t recorded_bytes = ranges.load() * 24;
   MESSAGE("ranges: " << ranges.load() << " (" << recorded_bytes / (1 << 20) << " MiB of records), RSS growth "
                      << (static_cast<double>(rss_after) - static_cast<double>(rss_before)) / (1 << 20) << " MiB");
-  REQUIRE(recorded_bytes > 16u << 20);           // far more than the cap went through
+  REQUIRE(recorded_bytes > 16u << 20);  // far more than the cap went through
   CHECK(npuprof::detail::pool().bytes_allocated() <= 4u << 20);
-  if (!test::sanitized) CHECK(rss_after < rss_before + (12u << 20));  // 4 MiB cap, plus slack for stacks and the allocator
+  if (!test::sanitized)
+    CHECK(rss_after < rss_before + (12u << 20));  // 4 MiB cap, plus slack for stacks and the allocator
   CHECK(t.count_of("evicted_bytes") > 0);
   CHECK(t.count_of("buffer_bytes") <= 4u << 20);
   const std::size_t kept = t.count("tick", "X");
@@ -232,9 +238,11 @@ TEST_CASE("memory stays bounded however much is recorded") {
   CHECK(kept + t.count_of("dropped_events") < ranges.load());
   // What is kept is the latest: its last range ended when recording stopped.
   std::int64_t last_end = 0;
-  for (const auto& e : t.named("tick", "X")) last_end = std::max(last_end, test::to_ns(e["ts"]) + test::to_ns(e["dur"]));
+  for (const auto& e : t.named("tick", "X"))
+    last_end = std::max(last_end, test::to_ns(e["ts"]) + test::to_ns(e["dur"]));
   CHECK(recording_stopped - last_end < 200'000'000);
-  CHECK(t.meta["collection"]["complete_from_ns"].get<std::int64_t>() > t.meta["collection"]["window_start_ns"].get<std::int64_t>());
+  CHECK(t.meta["collection"]["complete_from_ns"].get<std::int64_t>() >
+        t.meta["collection"]["window_start_ns"].get<std::int64_t>());
 }
 
 TEST_CASE("dumps back to back do not hold up trimming: recording far past the memory cap drops nothing") {
@@ -261,7 +269,8 @@ TEST_CASE("dumps back to back do not hold up trimming: recording far past the me
   std::uint64_t dropped_in_dumps = 0, ticks_in_dumps = 0;
   for (const auto& paths : written) {
     for (const auto& p : paths) {
-      dropped_in_dumps += test::read_json(p / "profiler_metadata.json")["counts"]["dropped_events"].get<std::uint64_t>();
+      dropped_in_dumps +=
+          test::read_json(p / "profiler_metadata.json")["counts"]["dropped_events"].get<std::uint64_t>();
       if (dumps++ % 50 == 0) ticks_in_dumps += test::load(p).count("tick", "X");  // a few read whole
     }
   }
@@ -379,12 +388,14 @@ TEST_CASE("flight recorder config and npuprof::dump without a session") {
   CHECK_FALSE(cfg.flight.dump_at_exit);
   CHECK(cfg.min_duration_us == 50);
   CHECK(npuprof::config::from_json(R"({"flight_recorder": true})").flight.enabled);
-  CHECK_THROWS_WITH_AS(npuprof::config::from_json(R"({"flight_recorder": {"window_s": 0}})", "f.json"),
-                       "f.json: key 'flight_recorder.window_s': must be above 0 and at most a week (604800), got 0.000000",
-                       npuprof::config_error);
-  CHECK_THROWS_WITH_AS(npuprof::config::from_json(R"({"flight_recorder": {"signal": "SIGKILL"}})", "f.json"),
-                       "f.json: key 'flight_recorder.signal': expected \"SIGUSR1\", \"SIGUSR2\" or \"none\", got \"SIGKILL\"",
-                       npuprof::config_error);
+  CHECK_THROWS_WITH_AS(
+      npuprof::config::from_json(R"({"flight_recorder": {"window_s": 0}})", "f.json"),
+      "f.json: key 'flight_recorder.window_s': must be above 0 and at most a week (604800), got 0.000000",
+      npuprof::config_error);
+  CHECK_THROWS_WITH_AS(
+      npuprof::config::from_json(R"({"flight_recorder": {"signal": "SIGKILL"}})", "f.json"),
+      "f.json: key 'flight_recorder.signal': expected \"SIGUSR1\", \"SIGUSR2\" or \"none\", got \"SIGKILL\"",
+      npuprof::config_error);
   CHECK_THROWS_WITH_AS(npuprof::dump("x"), "npuprof: cannot dump: no session is running", npuprof::error);
 }
 

@@ -33,7 +33,8 @@ std::vector<sample> series(const test::trace& t, const std::string& name) {
 }
 
 std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 // Sends `bytes` from one loopback TCP socket to another; false when the
@@ -175,11 +176,13 @@ TEST_CASE("host_sys config: JSON, environment and errors") {
   const auto cfg = npuprof::config::from_json(R"({"host_sys": ["cpu", "network"], "host_sys_interval_ms": 250})");
   CHECK(cfg.host_sys == std::vector<std::string>{"cpu", "network"});
   CHECK(cfg.host_sys_interval_ms == 250);
-  CHECK_THROWS_WITH_AS(npuprof::config::from_json(R"({"host_sys": ["cpu", "gpu"]})", "h.json"),
-                       "h.json: key 'host_sys': unknown source \"gpu\"; expected \"cpu\", \"mem\", \"disk\" or \"network\"",
-                       npuprof::config_error);
+  CHECK_THROWS_WITH_AS(
+      npuprof::config::from_json(R"({"host_sys": ["cpu", "gpu"]})", "h.json"),
+      "h.json: key 'host_sys': unknown source \"gpu\"; expected \"cpu\", \"mem\", \"disk\" or \"network\"",
+      npuprof::config_error);
   CHECK_THROWS_WITH_AS(npuprof::config::from_json(R"({"host_sys": "cpu"})", "h.json"),
-                       "h.json: key 'host_sys': expected an array like [\"cpu\", \"mem\"], got string", npuprof::config_error);
+                       "h.json: key 'host_sys': expected an array like [\"cpu\", \"mem\"], got string",
+                       npuprof::config_error);
   test::scoped_env e1("NPUPROF_HOST_SYS", "mem,disk");
   test::scoped_env e2("NPUPROF_HOST_SYS_INTERVAL_MS", "40");
   const auto env = npuprof::config::from_env();

@@ -184,11 +184,11 @@ TEST_CASE("a scoped range ended on another thread neither crashes nor wraps a co
 TEST_CASE("unknown and repeated range ids are ignored and counted") {
   test::temp_dir dir;
   auto t = test::record(test::config_in(dir), [&] {
-    npuprof::range_end<kernels>(0);            // "not recorded": nothing at all
-    npuprof::range_end<kernels>(0xdeadbeef);   // never started
+    npuprof::range_end<kernels>(0);           // "not recorded": nothing at all
+    npuprof::range_end<kernels>(0xdeadbeef);  // never started
     auto id = npuprof::range_start<kernels>("twice");
     npuprof::range_end<kernels>(id);
-    npuprof::range_end<kernels>(id);           // repeated
+    npuprof::range_end<kernels>(id);                     // repeated
     (void)npuprof::range_start<kernels>("never ended");  // the id is dropped on purpose
   });
   CHECK(t.count("twice", "X") == 1);
@@ -229,7 +229,8 @@ TEST_CASE("streams given to markers are recorded with the event") {
     NPUPROF_RANGE(kernels, "macro on stream", stream);
   });
   char expected[32];
-  std::snprintf(expected, sizeof expected, "%#llx", static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(stream)));
+  std::snprintf(expected, sizeof expected, "%#llx",
+                static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(stream)));
   CHECK(t.named("launch").at(0)["args"]["stream"] == expected);
   CHECK(t.named("on stream").at(0)["args"]["stream"] == expected);
   CHECK(t.named("macro on stream").at(0)["args"]["stream"] == expected);
@@ -337,7 +338,8 @@ TEST_CASE("domains past the limit are recorded under one domain and counted; reg
   // A list searched from the start would make the last 10,000 many times
   // slower than the first; a hash keeps them alike (same run: a ratio).
   std::vector<double> ms;
-  for (const auto& c : t.named("ms per 10000 domains", "C")) ms.push_back(c["args"]["ms per 10000 domains"].get<double>());
+  for (const auto& c : t.named("ms per 10000 domains", "C"))
+    ms.push_back(c["args"]["ms per 10000 domains"].get<double>());
   REQUIRE(ms.size() == 7);
   // Robust to a noisy machine: the slowest early batch against the fastest late one.
   const double early = std::max(ms[0], ms[1]);

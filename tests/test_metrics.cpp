@@ -139,9 +139,10 @@ TEST_CASE("/metrics holds a histogram per range name whose buckets hold the trac
     for (double d : durations) sum += d;
     CHECK(std::abs(value_or_zero(m, "npuprof_range_duration_seconds_sum", {{"name", name}}) - sum) < 1e-5 * n + 1e-7);
     for (double b : bounds) {
-      const auto in = static_cast<double>(std::count_if(durations.begin(), durations.end(), [&](double d) { return d <= b; }));
-      const auto le = test::value_of(m, "npuprof_range_duration_seconds_bucket",
-                                     {{"name", name}, {"le", fmt::format("{}", b)}});
+      const auto in =
+          static_cast<double>(std::count_if(durations.begin(), durations.end(), [&](double d) { return d <= b; }));
+      const auto le =
+          test::value_of(m, "npuprof_range_duration_seconds_bucket", {{"name", name}, {"le", fmt::format("{}", b)}});
       REQUIRE_MESSAGE(le.has_value(), "no bucket le=" << b);
       CHECK_MESSAGE(*le == in, "le=" << b);
     }
@@ -175,10 +176,12 @@ TEST_CASE("hostile names are escaped and made valid UTF-8; past max_series names
   s.stop();
   for (const std::string& h : hostile) {
     const std::string expected = npuprof::detail::valid_utf8(h);
-    CHECK_MESSAGE(value_or_zero(m, "npuprof_range_duration_seconds_count", {{"domain", "serving"}, {"name", expected}}) == 1,
-                  expected);
+    CHECK_MESSAGE(
+        value_or_zero(m, "npuprof_range_duration_seconds_count", {{"domain", "serving"}, {"name", expected}}) == 1,
+        expected);
   }
-  CHECK(value_or_zero(m, "npuprof_range_duration_seconds_count", {{"name", "bad \xEF\xBF\xBD\xEF\xBF\xBD utf-8"}}) == 1);
+  CHECK(value_or_zero(m, "npuprof_range_duration_seconds_count", {{"name", "bad \xEF\xBF\xBD\xEF\xBF\xBD utf-8"}}) ==
+        1);
   std::set<std::string> names;
   for (const test::sample& x : m) {
     if (x.name == "npuprof_range_duration_seconds_count") names.insert(x.labels.at("name"));
@@ -309,9 +312,12 @@ TEST_CASE("a range shows in /metrics within two flush intervals of its end") {
   for (int i = 1; i <= 5; ++i) {
     { npuprof::scoped_range<serving> r{"watched"}; }
     const auto ended = std::chrono::steady_clock::now();
-    scrape_until(s.metrics_address(), [&](const std::vector<test::sample>& m) {
-      return value_or_zero(m, "npuprof_range_duration_seconds_count", {{"name", "watched"}}) == i;
-    }, 5s);
+    scrape_until(
+        s.metrics_address(),
+        [&](const std::vector<test::sample>& m) {
+          return value_or_zero(m, "npuprof_range_duration_seconds_count", {{"name", "watched"}}) == i;
+        },
+        5s);
     latencies_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - ended).count());
     std::this_thread::sleep_for(std::chrono::milliseconds(37 * i));  // ends fall anywhere in the interval
   }
@@ -352,7 +358,8 @@ TEST_CASE("a flight recorder's ranges are measured, and the device part of strea
   const labels kernel = {{"domain", "serving"}, {"name", "kernel"}, {"stream", "compute \"0\""}};
   CHECK(value_or_zero(m, "npuprof_range_duration_seconds_count", {{"name", "kernel"}}) == 10);
   CHECK(value_or_zero(m, "npuprof_device_duration_seconds_count", kernel) == 10);
-  CHECK(value_or_zero(m, "npuprof_device_duration_seconds_count", {{"name", "copy"}, {"stream", "compute \"0\""}}) == 1);
+  CHECK(value_or_zero(m, "npuprof_device_duration_seconds_count", {{"name", "copy"}, {"stream", "compute \"0\""}}) ==
+        1);
   // Each kernel ran 3 ms on the simulated device: all in (2.5 ms, 5 ms], or
   // later when the machine is slow.
   auto bucket = [&](const char* le) {

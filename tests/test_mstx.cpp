@@ -190,7 +190,8 @@ TEST_CASE("marks, ranges and domains from several threads, with ends on other th
     for (auto& th : threads) th.join();
     std::thread([&] {  // ends ranges begun on four other threads
       for (mstxRangeId id : handed) mstx.range_end(id);
-    }).join();
+    })
+        .join();
     std::set<mstxRangeId> unique(handed.begin(), handed.end());
     if (unique.size() != 4 || unique.count(0) != 0) std::_Exit(4);  // ids unique, non-zero
     mstx.mark("on stream", reinterpret_cast<aclrtStream>(0x1234));
@@ -243,8 +244,8 @@ TEST_CASE("bad domain names, messages and ids are refused or counted, never a cr
     const std::string too_long(1024, 'a');
     const std::string longest(1023, 'a');
     int refused = 0;
-    for (const char* bad : {static_cast<const char*>(nullptr), "", "has-dash", "has space", "default",
-                            too_long.c_str()}) {
+    for (const char* bad :
+         {static_cast<const char*>(nullptr), "", "has-dash", "has space", "default", too_long.c_str()}) {
       refused += mstx.domain_create(bad) == nullptr;
     }
     if (refused != 6 || mstx.domain_create(longest.c_str()) == nullptr) std::_Exit(5);
@@ -385,7 +386,8 @@ TEST_CASE("stream-tied mstx ranges get their device slice and flow, though mstxR
     for (auto& th : threads) th.join();
     std::thread([&] {  // ends the stream-tied ranges begun on four other threads
       for (mstxRangeId id : handed) mstx.range_end(id);
-    }).join();
+    })
+        .join();
   });
   const auto on_device = t.where([](const test::json& e) { return e["pid"] == 0x40000000 && e["ph"] == "X"; });
   std::size_t kernels = 0, handed = 0;
@@ -419,10 +421,11 @@ meta_only read_meta(const test::temp_dir& dir) {
   return {test::read_json(out / "profiler_metadata.json"), test::read_text(out / "trace_view.json")};
 }
 
-
 }  // namespace
 
-TEST_CASE("range ids fit in 32 bits: a caller that keeps them in a uint32_t, as mstx's Python binding does, ends every range") {
+TEST_CASE(
+    "range ids fit in 32 bits: a caller that keeps them in a uint32_t, as mstx's Python binding does, ends every "
+    "range") {
   test::temp_dir dir, err_dir;
   const int code = exit_code_of_child(dir, err_dir.path / "stderr", {}, [] {
     mstx_loader mstx;

@@ -71,11 +71,9 @@ class prometheus_server {
     std::ofstream(config) << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
                           << "scrape_configs:\n  - job_name: npuprof\n    static_configs:\n"
                           << "      - targets: ['" << target << "']\n";
-    const std::vector<std::string> args = {binary,
-                                           "--config.file=" + config.string(),
+    const std::vector<std::string> args = {binary, "--config.file=" + config.string(),
                                            "--storage.tsdb.path=" + (dir.path / "tsdb").string(),
-                                           "--web.listen-address=" + address_,
-                                           "--log.level=warn"};
+                                           "--web.listen-address=" + address_, "--log.level=warn"};
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -228,7 +226,8 @@ TEST_CASE("a real Prometheus scrapes the live metrics: counts, buckets, the seri
   CHECK(prom.value("npuprof_range_duration_seconds_bucket{name=\"decode\",le=\"0.01\"}") == 0);
 
   // The device part of the stream-tied kernels, 3 ms each on the simulated device.
-  CHECK(prom.value("npuprof_device_duration_seconds_count{domain=\"serving\",name=\"kernel\",stream=\"compute\"}") == 5);
+  CHECK(prom.value("npuprof_device_duration_seconds_count{domain=\"serving\",name=\"kernel\",stream=\"compute\"}") ==
+        5);
   CHECK(prom.value("npuprof_device_duration_seconds_bucket{name=\"kernel\",le=\"0.0025\"}") == 0);
   CHECK(prom.value("npuprof_device_duration_seconds_bucket{name=\"kernel\",le=\"+Inf\"}") == 5);
 

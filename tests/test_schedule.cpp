@@ -55,9 +55,10 @@ std::vector<int> steps_in(const test::trace& t) {
 TEST_CASE("schedule actions follow skip_first, wait, warmup, active and repeat") {
   const npuprof::schedule s{/*wait*/ 1, /*active*/ 2, /*warmup*/ 1, /*repeat*/ 2, /*skip_first*/ 1};
   using A = step_action;
-  const std::vector<A> expected = {A::none,   A::none, A::warmup, A::record, A::record_and_save,  // skip, cycle 0
-                                   A::none,   A::warmup, A::record, A::record_and_save,           // cycle 1
-                                   A::none,   A::none, A::none};                                  // after repeat
+  const std::vector<A> expected = {
+      A::none, A::none,   A::warmup, A::record,          A::record_and_save,  // skip, cycle 0
+      A::none, A::warmup, A::record, A::record_and_save,                      // cycle 1
+      A::none, A::none,   A::none};                                           // after repeat
   for (std::size_t i = 0; i < expected.size(); ++i) CHECK(s.action(static_cast<long>(i)) == expected[i]);
 
   test::temp_dir dir;
@@ -93,7 +94,8 @@ TEST_CASE("schedule without wait or warmup: back-to-back cycles, repeat 0 goes o
   test::temp_dir dir;
   const schedule_run run = run_steps(dir, s, {A::record_and_save, A::record_and_save, A::record_and_save});
   REQUIRE(run.written.size() == 4);  // three cycles, and the fourth step was recording at stop
-  for (int i = 0; i < 3; ++i) CHECK(steps_in(test::load(run.written[static_cast<std::size_t>(i)])) == std::vector<int>{i});
+  for (int i = 0; i < 3; ++i)
+    CHECK(steps_in(test::load(run.written[static_cast<std::size_t>(i)])) == std::vector<int>{i});
   const test::trace partial = test::load(run.stopped);
   CHECK(partial.meta["collection"]["complete"] == false);
   CHECK(steps_in(partial).empty());
@@ -140,7 +142,8 @@ TEST_CASE("a range open across a cycle's end is incomplete there, and the next c
 }
 
 TEST_CASE("schedule config: JSON key, and errors that say which value and why") {
-  const auto cfg = npuprof::config::from_json(R"({"schedule": {"wait": 2, "active": 3, "warmup": 1, "repeat": 4, "skip_first": 5}})");
+  const auto cfg = npuprof::config::from_json(
+      R"({"schedule": {"wait": 2, "active": 3, "warmup": 1, "repeat": 4, "skip_first": 5}})");
   REQUIRE(cfg.schedule.has_value());
   CHECK(cfg.schedule->wait == 2);
   CHECK(cfg.schedule->active == 3);
@@ -161,7 +164,8 @@ TEST_CASE("schedule config: JSON key, and errors that say which value and why") 
         "cfg.json: key 'schedule': warmup must not be negative, got -2");
   CHECK(error_of(R"({"schedule": {"active": 1, "wiat": 1}})") ==
         "cfg.json: key 'schedule.wiat': unknown; expected wait, active, warmup, repeat or skip_first");
-  CHECK(error_of(R"({"schedule": {"active": "2"}})") == "cfg.json: key 'schedule.active': expected an integer, got string");
+  CHECK(error_of(R"({"schedule": {"active": "2"}})") ==
+        "cfg.json: key 'schedule.active': expected an integer, got string");
   CHECK(error_of(R"({"schedule": [1, 2]})").find("key 'schedule': expected an object") != std::string::npos);
   CHECK(error_of(R"({"schedule": {"active": 1}, "flight_recorder": true})") ==
         "cfg.json: key 'schedule': cannot be used together with flight_recorder");
@@ -189,7 +193,7 @@ TEST_CASE("step() without a schedule counts steps and records throughout") {
 TEST_CASE("a cycle that begins while threads record has no hole: what is thrown away is older than all it keeps") {
   test::temp_dir dir;
   auto cfg = test::config_in(dir);
-  cfg.chunk_size_kb = 4;    // chunks change hands often
+  cfg.chunk_size_kb = 4;      // chunks change hands often
   cfg.buffer_size_kb = 1024;  // and the cap is reached: drops must be counted
   cfg.schedule = npuprof::schedule{/*wait*/ 1, /*active*/ 1};
   std::vector<test::fs::path> written;
@@ -255,7 +259,7 @@ TEST_CASE("steps are ProfilerStep#N slices from one step() to the next, holding 
   REQUIRE(steps.size() == 4);  // three ended by step(), the last by stop()
   for (std::size_t i = 0; i < steps.size(); ++i) {
     CHECK(std::get<0>(steps[i]) == static_cast<long>(i));
-    CHECK(std::get<1>(steps[i]) <= std::get<2>(steps[i]));  // a step can be within one counter tick
+    CHECK(std::get<1>(steps[i]) <= std::get<2>(steps[i]));                 // a step can be within one counter tick
     if (i > 0) CHECK(std::get<1>(steps[i]) == std::get<2>(steps[i - 1]));  // one after another
   }
   // The k-th "work" range lies in the k-th step. Both are counter ticks

@@ -2,6 +2,12 @@
 // clock, and a session still running when the process exits.
 #include "support.hpp"
 
+// What this suite checks from the inside.
+#include <npuprof/engine/state.hpp>
+#include <npuprof/export/file.hpp>
+#include <npuprof/export/output_dir.hpp>
+#include <npuprof/export/trace_view.hpp>
+
 #include <malloc.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -221,8 +227,8 @@ TEST_CASE("output directory problems show at start(), before anything starts") {
     test::fs::permissions(locked, test::fs::perms::owner_read | test::fs::perms::owner_exec);
     cfg.output_dir = locked.string();
     npuprof::session s{cfg};
-    CHECK_EQ(error_of([&] { s.start(); }), "npuprof: output directory '" + cfg.output_dir +
-                                               "' is not writable: " + std::strerror(EACCES));
+    CHECK_EQ(error_of([&] { s.start(); }),
+             "npuprof: output directory '" + cfg.output_dir + "' is not writable: " + std::strerror(EACCES));
     test::fs::permissions(locked, test::fs::perms::owner_all);
   }
   // A directory that is missing is made then; the session runs.
@@ -243,9 +249,7 @@ std::string stamp_of(const test::fs::path& dir) {
   return m[1];
 }
 
-std::string stamp_at(std::int64_t wall_ns) {
-  return stamp_of(npuprof::detail::output_dir_name("w", 1, wall_ns));
-}
+std::string stamp_at(std::int64_t wall_ns) { return stamp_of(npuprof::detail::output_dir_name("w", 1, wall_ns)); }
 
 }  // namespace
 
@@ -312,9 +316,9 @@ TEST_CASE("a file or a symlink at a predicted name is passed over, never followe
   auto plant = [&](const std::string& name, int kind) {
     const auto at = dir.path / name;
     if (kind == 0) std::ofstream(at) << "planted";
-    if (kind == 1) test::fs::create_symlink(elsewhere.path / "missing", at);     // dangling
-    if (kind == 2) test::fs::create_directory_symlink(elsewhere.path, at);     // to a directory
-    if (kind == 3) test::fs::create_symlink(precious, at);                     // to a file
+    if (kind == 1) test::fs::create_symlink(elsewhere.path / "missing", at);  // dangling
+    if (kind == 2) test::fs::create_directory_symlink(elsewhere.path, at);    // to a directory
+    if (kind == 3) test::fs::create_symlink(precious, at);                    // to a file
   };
   // Directly: each kind at the names of one instant.
   const std::int64_t when = npuprof::wall_ns();
@@ -380,7 +384,9 @@ TEST_CASE("files are created only anew, never through a symlink; a directory swa
            "npuprof: cannot create '" + (dir.path / "trace_view.json").string() + "': " + std::strerror(EEXIST));
   CHECK_EQ(error_of([&] { npuprof::detail::write_file(in_dir, "range_summary.csv", "created"); }),
            "npuprof: cannot create '" + (dir.path / "range_summary.csv").string() + "': " + std::strerror(EEXIST));
-  CHECK_EQ(error_of([&] { npuprof::detail::write_trace_view(npuprof::trace_data{}, (dir.path / "trace_view.json").string()); }),
+  CHECK_EQ(error_of([&] {
+             npuprof::detail::write_trace_view(npuprof::trace_data{}, (dir.path / "trace_view.json").string());
+           }),
            "npuprof: cannot create '" + (dir.path / "trace_view.json").string() + "': " + std::strerror(EEXIST));
   CHECK(test::fs::is_symlink(dir.path / "trace_view.json"));
   CHECK_FALSE(test::fs::exists(elsewhere.path / "missing"));
@@ -544,8 +550,9 @@ TEST_CASE("trace id from a callback, user metadata, and the rank in names and me
   bad.rank = 8;
   bad.world_size = 8;
   CHECK(error_of([&] { bad.validate(); }).find("key 'rank': must be below world_size (8), got 8") != std::string::npos);
-  CHECK(error_of([] { npuprof::config::from_json(R"({"rank": "x"})", "r.json"); })
-            .find("r.json: key 'rank': expected an integer") != std::string::npos);
+  CHECK(error_of([] {
+          npuprof::config::from_json(R"({"rank": "x"})", "r.json");
+        }).find("r.json: key 'rank': expected an integer") != std::string::npos);
   npuprof::config generated = test::config_in(dir);
   npuprof::session g{generated};
   g.start();
@@ -733,7 +740,9 @@ TEST_CASE("a trace that fits a nearly full file system is written whole") {
   // Not under ThreadSanitizer: std::system() forks, and a fork taken while
   // earlier cases' runtime threads live can hang there.
   if (test::thread_sanitizer || ::geteuid() != 0 || std::system(setup.c_str()) != 0) {
-    MESSAGE("skipped: under ThreadSanitizer, or no small ext4 file system can be mounted here (needs root and loop devices)");
+    MESSAGE(
+        "skipped: under ThreadSanitizer, or no small ext4 file system can be mounted here (needs root and loop "
+        "devices)");
     return;
   }
   struct unmount {
@@ -920,7 +929,7 @@ TEST_CASE("a dump whose error nobody catches ends the process with abort, never 
     std::ofstream(out) << "a file where the directory was";
     std::signal(SIGABRT, SIG_DFL);
     std::thread([] { npuprof::dump("watchdog"); }).join();  // throws out of the thread: std::terminate
-    std::_Exit(0);  // not reached
+    std::_Exit(0);                                          // not reached
   }
   CHECK(signal_of_child(pid, 60) == SIGABRT);
 }
@@ -939,8 +948,8 @@ TEST_CASE("dumps from another thread racing hundreds of session restarts never t
         std::this_thread::sleep_for(std::chrono::milliseconds(1));  // writing is not what is tried here
       } catch (const npuprof::error& e) {
         const std::string what = e.what();
-        const bool no_session = what.find("no session is running") != std::string::npos ||
-                                what.find("not running") != std::string::npos;
+        const bool no_session =
+            what.find("no session is running") != std::string::npos || what.find("not running") != std::string::npos;
         if (!no_session) other_error = what;
         ++refused;
       }
@@ -954,7 +963,7 @@ TEST_CASE("dumps from another thread racing hundreds of session restarts never t
     s->start();
     npuprof::mark<kernels>("round " + std::to_string(i));
     if (i % 3 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // room for dumps to succeed
-    if (i % 2 == 0) s->stop();  // else the destructor stops it
+    if (i % 2 == 0) s->stop();                                                  // else the destructor stops it
     s.reset();
   }
   done = true;
@@ -1086,7 +1095,8 @@ TEST_CASE("the memory cap is address space until written: a 1 GiB cap costs the 
   s.start();
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const std::size_t started = test::resident_bytes();
-  MESSAGE("resident memory at start: +" << (static_cast<double>(started) - static_cast<double>(before)) / (1 << 20) << " MiB");
+  MESSAGE("resident memory at start: +" << (static_cast<double>(started) - static_cast<double>(before)) / (1 << 20)
+                                        << " MiB");
   if (!test::sanitized) CHECK(started < before + (32u << 20));  // the 4 MiB reserve and the containers' nodes
   constexpr int n = 100'000;
   for (int i = 0; i < n; ++i) npuprof::scoped_range<kernels> r{"request " + std::to_string(i)};
@@ -1104,7 +1114,8 @@ TEST_CASE("a range whose begin was recorded keeps its end when the buffer is ful
   // `depth` nested ranges open while the buffer fills up, then all end.
   auto nest_through_full_buffer = [](int depth) {
     std::vector<std::unique_ptr<npuprof::scoped_range<kernels>>> open;
-    for (int i = 0; i < depth; ++i) open.push_back(std::make_unique<npuprof::scoped_range<kernels>>("level " + std::to_string(i)));
+    for (int i = 0; i < depth; ++i)
+      open.push_back(std::make_unique<npuprof::scoped_range<kernels>>("level " + std::to_string(i)));
     for (int i = 0; i < 100'000; ++i) npuprof::mark<kernels>("filler " + std::to_string(i));
     while (!open.empty()) open.pop_back();  // innermost first
   };
@@ -1140,11 +1151,10 @@ TEST_CASE("a range whose begin was recorded keeps its end when the buffer is ful
   }
 }
 
-
 TEST_CASE("clear() while threads record: nothing from before it, no hole after it") {
   test::temp_dir dir;
   auto cfg = test::config_in(dir);
-  cfg.chunk_size_kb = 4;    // chunks change hands often
+  cfg.chunk_size_kb = 4;      // chunks change hands often
   cfg.buffer_size_kb = 1024;  // and the cap is reached: drops must be counted
   npuprof::session s{cfg};
   s.start();
@@ -1206,7 +1216,8 @@ TEST_CASE("writing a trace takes memory for a window of events, not for the whol
     heap::peak = before;
     const auto written = s.stop();
     const long long extra = heap::peak.load() - before;
-    const test::json meta = test::read_json(written / "profiler_metadata.json");  // the trace is too large to parse here
+    const test::json meta =
+        test::read_json(written / "profiler_metadata.json");  // the trace is too large to parse here
     const auto buffer_bytes = meta["counts"]["buffer_bytes"].get<std::uint64_t>();
     REQUIRE(meta["session"]["events"] == (pairs ? 2'000'000u : 1'000'000u));
     REQUIRE(test::fs::file_size(written / "trace_view.json") > 100'000'000u);

@@ -106,8 +106,9 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
       if (!overlapping) {
         // Not a structured binding: the check's message is built in a lambda.
         const auto inserted = seen.emplace(name, t.meta["collection"].dump());
-        CHECK_MESSAGE(inserted.second, "mark '" << name << "' appears in two traces: " << inserted.first->second << " and "
-                                      << t.meta["collection"].dump() << " (session " << sessions << ")");
+        CHECK_MESSAGE(inserted.second, "mark '" << name << "' appears in two traces: " << inserted.first->second
+                                                << " and " << t.meta["collection"].dump() << " (session " << sessions
+                                                << ")");
       }
       by_tid[e["tid"]].push_back(std::stoull(name.substr(name.find(' ') + 1)));
       ++marks;
@@ -118,16 +119,17 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
       std::sort(numbers.begin(), numbers.end());
       const std::uint64_t span = numbers.back() - numbers.front() + 1;
       const auto& drops = t.meta["counts"]["dropped_by_thread"];
-      const std::uint64_t dropped = drops.contains(std::to_string(tid)) ? drops[std::to_string(tid)].get<std::uint64_t>() : 0;
+      const std::uint64_t dropped =
+          drops.contains(std::to_string(tid)) ? drops[std::to_string(tid)].get<std::uint64_t>() : 0;
       std::string gaps;
       for (std::size_t i = 1; i < numbers.size(); ++i) {
-        if (numbers[i] != numbers[i - 1] + 1) gaps += " " + std::to_string(numbers[i - 1] + 1) + ".." + std::to_string(numbers[i] - 1);
+        if (numbers[i] != numbers[i - 1] + 1)
+          gaps += " " + std::to_string(numbers[i - 1] + 1) + ".." + std::to_string(numbers[i] - 1);
       }
       CHECK_MESSAGE(span - numbers.size() <= dropped,
                     "tid " << tid << ": " << span - numbers.size() << " marks missing (" << gaps << " of "
                            << numbers.front() << ".." << numbers.back() << "), " << dropped << " dropped, in "
                            << t.meta["collection"].dump() << " " << t.dir);
-
     }
     std::error_code ec;
     test::fs::remove_all(t.dir, ec);
@@ -166,9 +168,15 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
     for (int k = 0; k < 8; ++k) {
       std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 8));
       switch (rng() % 4) {
-        case 0: npuprof::set_domain_exclude({"comm"}); break;
-        case 1: npuprof::set_domain_include({"seq", "kernels"}); break;
-        default: npuprof::set_domain_filter({true, {}, {}}); break;
+        case 0:
+          npuprof::set_domain_exclude({"comm"});
+          break;
+        case 1:
+          npuprof::set_domain_include({"seq", "kernels"});
+          break;
+        default:
+          npuprof::set_domain_filter({true, {}, {}});
+          break;
       }
       if (mode == 2) s.step();
     }
@@ -184,7 +192,7 @@ TEST_CASE("recording threads, session restarts and filter changes at once") {
   }
   done = true;
   for (auto& th : threads) th.join();
-  MESSAGE(sessions << " sessions (" << dumps << " flight recorder dumps, " << cycles << " schedule cycles), "
-                   << marks << " sequence marks checked, " << short_lived.load() << " short-lived threads");
+  MESSAGE(sessions << " sessions (" << dumps << " flight recorder dumps, " << cycles << " schedule cycles), " << marks
+                   << " sequence marks checked, " << short_lived.load() << " short-lived threads");
   CHECK(marks > 1000);
 }

@@ -2,6 +2,9 @@
 // and cells that spreadsheets would run as formulas.
 #include "support.hpp"
 
+// What this suite checks from the inside.
+#include <npuprof/export/summary.hpp>
+
 #include <chrono>
 #include <sstream>
 #include <set>
@@ -143,7 +146,9 @@ TEST_CASE("summary cells that a spreadsheet would run are neutralised and parse 
 TEST_CASE("summary names and domains are valid UTF-8, spelled as the trace spells them") {
   test::temp_dir dir;
   const std::string name = "bad \xff byte, cut \xc3";
-  const std::string domain = "dom\xfe\xc0" "ain";
+  const std::string domain =
+      "dom\xfe\xc0"
+      "ain";
   auto t = test::record(test::config_in(dir), [&] {
     npuprof::scoped_range<> a{name};
     npuprof::scoped_range b{npuprof::domain_by_name(domain), "in the odd domain"};
@@ -175,8 +180,8 @@ TEST_CASE("durations longer than 4.3 s are summed and ranked with the short ones
   npuprof::trace_data d;
   d.strings = {"", "mixed"};
   d.domains = {"default"};
-  const std::vector<std::int64_t> durs = {5'000'000'000, 1'000, 3'000, 9'000'000'000, 2'000, 4'294'967'295,
-                                          4'294'967'296, 7};
+  const std::vector<std::int64_t> durs = {5'000'000'000, 1'000,         3'000,         9'000'000'000,
+                                          2'000,         4'294'967'295, 4'294'967'296, 7};
   for (std::int64_t dur : durs) {
     npuprof::trace_event e;
     e.name = 1;

@@ -4,13 +4,13 @@
 // tens of thousands of lines to every instrumented file.
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <time.h>
 
 #include <cstdint>
 
-#include "detail/platform.hpp"
+#include "marker/platform.hpp"
 
 #if !defined(NPUPROF_CLOCK_STEADY) && (defined(__x86_64__) || defined(__i386__))
 #define NPUPROF_DETAIL_CLOCK_TSC 1

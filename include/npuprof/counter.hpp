@@ -1,14 +1,14 @@
 // Counters: numeric time series (queue depth, batch size, bytes in flight).
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
-#include "detail/message.hpp"
-#include "detail/writer.hpp"
+#include "marker/message.hpp"
+#include "marker/writer.hpp"
 #include "domain.hpp"
 #include "filter.hpp"
 

@@ -4,8 +4,8 @@
 // asking it for "db" is an error at session::start().
 #pragma once
 
+#include "control/export_formats.hpp"
 #include "export/database.hpp"
-#include "export/database_slot.hpp"
 #include "session.hpp"
 
 namespace npuprof {
@@ -13,7 +13,7 @@ NPUPROF_ABI_BEGIN
 namespace detail {
 
 /// Installs the database writer when the program starts.
-inline const bool database_writer_installed = (installed_database_writer() = &write_database, true);
+inline const bool database_writer_installed = install_format_writer("db", &write_database);
 
 }  // namespace detail
 NPUPROF_ABI_END

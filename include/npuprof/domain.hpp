@@ -1,17 +1,17 @@
 // Domains: named groups of markers that can be switched on and off together.
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <cstddef>
 #include <string_view>
 #include <type_traits>
 
-#include "detail/abi_check.hpp"
-#include "detail/domain_handle.hpp"
-#include "detail/marker_state.hpp"
-#include "detail/pending.hpp"
-#include "detail/platform.hpp"
+#include "marker/abi_check.hpp"
+#include "marker/domain_handle.hpp"
+#include "marker/marker_state.hpp"
+#include "marker/pending.hpp"
+#include "marker/platform.hpp"
 
 namespace npuprof {
 NPUPROF_ABI_BEGIN
@@ -27,8 +27,7 @@ template <class D, class = void>
 struct has_constant_name : std::false_type {};
 
 template <class D>
-struct has_constant_name<
-    D, std::void_t<std::integral_constant<std::size_t, std::string_view{D::name}.size()>>>
+struct has_constant_name<D, std::void_t<std::integral_constant<std::size_t, std::string_view{D::name}.size()>>>
     : std::true_type {};
 
 /// The state word of domain type D in this module.
@@ -41,9 +40,9 @@ inline domain_handle handle_of{D::name};
 template <class D>
 inline constexpr bool is_domain_v = detail::has_constant_name<D>::value;
 
-#define NPUPROF_DETAIL_CHECK_DOMAIN(D)                                                   \
-  static_assert(::npuprof::is_domain_v<D>,                                              \
-                "npuprof: a domain is a type with a compile-time name, for example "    \
+#define NPUPROF_DETAIL_CHECK_DOMAIN(D)                                               \
+  static_assert(::npuprof::is_domain_v<D>,                                           \
+                "npuprof: a domain is a type with a compile-time name, for example " \
                 "`struct kernels { static constexpr const char* name = \"kernels\"; };`")
 
 /// A domain known only at run time by its name (for C callers and

@@ -1,7 +1,7 @@
 // The exception type npuprof throws from its control API (never from markers).
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <stdexcept>
 #include <string>

@@ -3,11 +3,11 @@
 // record, is set through the control header (domain_filter.hpp).
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <string_view>
 
-#include "detail/platform.hpp"
+#include "marker/platform.hpp"
 #include "domain.hpp"
 
 namespace npuprof {

@@ -1,7 +1,7 @@
 // The flight recorder's settings: always-on recording of a recent window.
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <csignal>
 #include <cstddef>

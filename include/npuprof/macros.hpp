@@ -9,9 +9,9 @@
 //     NPUPROF_MARK(kernels, "step");            // instant event
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
-#include "detail/platform.hpp"
+#include "marker/platform.hpp"
 
 #if defined(NPUPROF_DISABLE)
 
@@ -66,25 +66,25 @@ NPUPROF_ABI_END
 
 #define NPUPROF_DETAIL_SITE(D, ...) ::npuprof::detail::call_site<D>([] {}, __VA_ARGS__)
 
-#define NPUPROF_RANGE(D, ...)                                                     \
+#define NPUPROF_RANGE(D, ...)                                                              \
   const ::npuprof::detail::site_range<D> NPUPROF_DETAIL_CAT(npuprof_range_, __COUNTER__) { \
-    NPUPROF_DETAIL_SITE(D, "" __VA_ARGS__)                                        \
+    NPUPROF_DETAIL_SITE(D, "" __VA_ARGS__)                                                 \
   }
 
-#define NPUPROF_FUNC_RANGE(D)                                                     \
+#define NPUPROF_FUNC_RANGE(D)                                                              \
   const ::npuprof::detail::site_range<D> NPUPROF_DETAIL_CAT(npuprof_range_, __COUNTER__) { \
-    NPUPROF_DETAIL_SITE(D, __func__)                                              \
+    NPUPROF_DETAIL_SITE(D, __func__)                                                       \
   }
 
-#define NPUPROF_FUNC_RANGE_ON(D, stream)                                          \
+#define NPUPROF_FUNC_RANGE_ON(D, stream)                                                   \
   const ::npuprof::detail::site_range<D> NPUPROF_DETAIL_CAT(npuprof_range_, __COUNTER__) { \
-    NPUPROF_DETAIL_SITE(D, __func__, stream)                                      \
+    NPUPROF_DETAIL_SITE(D, __func__, stream)                                               \
   }
 
-#define NPUPROF_MARK(D, ...)                                                      \
-  do {                                                                            \
-    const auto npuprof_site_ = NPUPROF_DETAIL_SITE(D, "" __VA_ARGS__);            \
-    ::npuprof::mark<D>(npuprof_site_.text, npuprof_site_.stream);                 \
+#define NPUPROF_MARK(D, ...)                                           \
+  do {                                                                 \
+    const auto npuprof_site_ = NPUPROF_DETAIL_SITE(D, "" __VA_ARGS__); \
+    ::npuprof::mark<D>(npuprof_site_.text, npuprof_site_.stream);      \
   } while (0)
 
 #endif

@@ -1,11 +1,11 @@
 // Marks: instant events.
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
-#include "detail/forward.hpp"
-#include "detail/message.hpp"
-#include "detail/writer.hpp"
+#include "marker/forward.hpp"
+#include "marker/message.hpp"
+#include "marker/writer.hpp"
 #include "domain.hpp"
 #include "filter.hpp"
 #include "stream.hpp"

@@ -11,8 +11,8 @@
 //     s.start();  // curl http://127.0.0.1:9464/metrics
 #pragma once
 
-#include "detail/metrics_slot.hpp"
-#include "export/prometheus_endpoint.hpp"
+#include "metrics/server_slot.hpp"
+#include "metrics/prometheus_endpoint.hpp"
 #include "session.hpp"
 
 namespace npuprof {

@@ -1,7 +1,7 @@
 // The live metrics endpoint's settings (config key `metrics`).
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <cstddef>
 #include <string>

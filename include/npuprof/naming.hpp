@@ -1,15 +1,15 @@
 // Names for threads and device streams, as shown on the timeline.
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <string>
 #include <string_view>
 #include <utility>
 
-#include "detail/kept_string.hpp"
-#include "detail/marker_state.hpp"
-#include "detail/pending.hpp"
+#include "marker/kept_string.hpp"
+#include "marker/marker_state.hpp"
+#include "marker/pending.hpp"
 #include "stream.hpp"
 
 namespace npuprof {

@@ -2,16 +2,16 @@
 // range_start/range_end (explicit, the end may come from another thread).
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 
 #include "clock.hpp"
-#include "detail/forward.hpp"
-#include "detail/message.hpp"
-#include "detail/writer.hpp"
+#include "marker/forward.hpp"
+#include "marker/message.hpp"
+#include "marker/writer.hpp"
 #include "domain.hpp"
 #include "filter.hpp"
 #include "stream.hpp"
@@ -73,8 +73,8 @@ class scoped_core {
 
   // Kept to five words and a half, all zero when nothing records: a disabled
   // range costs these few stores, a load and two branches.
-  std::uint64_t tag_ = 0;        // the record the end writes; 0: not recording
-  std::uint64_t word_ = 0;       // begin ticks (complete records) or range id (copied messages)
+  std::uint64_t tag_ = 0;   // the record the end writes; 0: not recording
+  std::uint64_t word_ = 0;  // begin ticks (complete records) or range id (copied messages)
   stream_t stream_ = nullptr;
   std::uint64_t device_ = 0;     // begin_device_event() of a complete record on a stream
   std::uint64_t forwarded_ = 0;  // the range's id in the tool markers are forwarded to

@@ -2,13 +2,13 @@
 // ranges and marks on hot paths.
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <cstdint>
 #include <string_view>
 
-#include "detail/marker_state.hpp"
-#include "detail/pending.hpp"
+#include "marker/marker_state.hpp"
+#include "marker/pending.hpp"
 #include "domain.hpp"
 #include "filter.hpp"
 
@@ -29,8 +29,7 @@ class registered_string {
   /// Registers `s`, copied once; the same text always gives the same id.
   constexpr explicit registered_string(std::string_view s) : id_(intern(s)) {}
   /// As above; a null pointer registers the empty string.
-  constexpr explicit registered_string(const char* s)
-      : registered_string(std::string_view(s != nullptr ? s : "")) {}
+  constexpr explicit registered_string(const char* s) : registered_string(std::string_view(s != nullptr ? s : "")) {}
 
   /// The id records carry; 0 is the empty string.
   constexpr std::uint64_t id() const noexcept { return id_; }

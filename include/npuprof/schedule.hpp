@@ -3,11 +3,9 @@
 // find the same numbers doing the same thing.
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 namespace npuprof {
 NPUPROF_ABI_BEGIN
@@ -23,10 +21,14 @@ enum class step_action {
 /// The action's name, as the trace's metadata writes it.
 inline const char* to_string(step_action a) noexcept {
   switch (a) {
-    case step_action::none: return "none";
-    case step_action::warmup: return "warmup";
-    case step_action::record: return "record";
-    case step_action::record_and_save: return "record_and_save";
+    case step_action::none:
+      return "none";
+    case step_action::warmup:
+      return "warmup";
+    case step_action::record:
+      return "record";
+    case step_action::record_and_save:
+      return "record_and_save";
   }
   return "?";
 }
@@ -65,11 +67,6 @@ struct schedule {
     if (repeat < 0) return "repeat must not be negative (0 repeats forever), got " + std::to_string(repeat);
     if (skip_first < 0) return "skip_first must not be negative, got " + std::to_string(skip_first);
     return {};
-  }
-
-  /// The schedule as the trace's metadata and the config's JSON write it.
-  nlohmann::json to_json() const {
-    return {{"wait", wait}, {"active", active}, {"warmup", warmup}, {"repeat", repeat}, {"skip_first", skip_first}};
   }
 };
 

@@ -1,7 +1,7 @@
 // Device streams as npuprof sees them.
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 namespace npuprof {
 NPUPROF_ABI_BEGIN

@@ -1,7 +1,7 @@
 // npuprof's version, for code and for the metadata written with each trace.
 #pragma once
 
-#include "detail/abi.hpp"
+#include "marker/abi.hpp"
 
 #define NPUPROF_VERSION_MAJOR 0
 #define NPUPROF_VERSION_MINOR 1

@@ -1,4 +1,5 @@
 // A program that uses an installed (or subproject) npuprof.
+#define NPUPROF_IMPLEMENTATION  // the one file that compiles the implementation
 #include <npuprof/session.hpp>
 
 #include <cstdio>

@@ -17,9 +17,10 @@ for lib in boost fmt nlohmann doctest; do ln -sfn "/usr/include/$lib" "$out/incl
 flags="-std=c++17 -O1 -g0 -Wall -Wextra -Werror -DFMT_HEADER_ONLY -pthread -I$root/include -isystem $out/include"
 suites="markers filter config session export summary schedule"
 "$cxx" $flags -c "$root/tests/main.cpp" -o "$out/main.o"
+"$cxx" $flags -c "$root/src/implementation.cpp" -o "$out/implementation.o"
 for s in $suites; do
   echo "== building test_$s for aarch64"
-  "$cxx" $flags "$root/tests/test_$s.cpp" "$out/main.o" -ldl -o "$out/test_$s"
+  "$cxx" $flags "$root/tests/test_$s.cpp" "$out/main.o" "$out/implementation.o" -ldl -o "$out/test_$s"
 done
 readelf -h "$out/test_markers" | grep -q "AArch64" || { echo "not an aarch64 binary"; exit 1; }
 

@@ -7,6 +7,8 @@
 // variables ("NAME=value" lines, NAME chosen from those npuprof reads).
 #include <npuprof/config.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -17,13 +19,26 @@
 namespace {
 
 const char* const env_names[] = {
-    "NPUPROF_OUTPUT_DIR",      "NPUPROF_BUFFER_SIZE_KB",   "NPUPROF_CHUNK_SIZE_KB",
-    "NPUPROF_DOMAIN_INCLUDE",  "NPUPROF_DOMAIN_EXCLUDE",   "NPUPROF_MSTX",
-    "NPUPROF_FLIGHT_RECORDER", "NPUPROF_MIN_DURATION_US",  "NPUPROF_HOST_SYS",
-    "NPUPROF_HOST_SYS_INTERVAL_MS", "NPUPROF_BACKEND",     "NPUPROF_WORKER_NAME",
-    "NPUPROF_FLUSH_INTERVAL_MS", "RANK",                   "LOCAL_RANK",
-    "WORLD_SIZE",              "NPUPROF_CONFIG",           "NPUPROF_DEVICE_EVENTS_PER_STREAM",
-    "NPUPROF_DEVICE_WAIT_MS",  "NPUPROF_MSTX_FORWARD",
+    "NPUPROF_OUTPUT_DIR",
+    "NPUPROF_BUFFER_SIZE_KB",
+    "NPUPROF_CHUNK_SIZE_KB",
+    "NPUPROF_DOMAIN_INCLUDE",
+    "NPUPROF_DOMAIN_EXCLUDE",
+    "NPUPROF_MSTX",
+    "NPUPROF_FLIGHT_RECORDER",
+    "NPUPROF_MIN_DURATION_US",
+    "NPUPROF_HOST_SYS",
+    "NPUPROF_HOST_SYS_INTERVAL_MS",
+    "NPUPROF_BACKEND",
+    "NPUPROF_WORKER_NAME",
+    "NPUPROF_FLUSH_INTERVAL_MS",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "NPUPROF_CONFIG",
+    "NPUPROF_DEVICE_EVENTS_PER_STREAM",
+    "NPUPROF_DEVICE_WAIT_MS",
+    "NPUPROF_MSTX_FORWARD",
 };
 constexpr std::size_t env_count = sizeof env_names / sizeof env_names[0];
 
@@ -53,7 +68,7 @@ void fuzz_env(std::string_view text) {
     if (line.empty()) continue;
     const char* name = env_names[static_cast<unsigned char>(line[0]) % env_count];
     std::string value(line.substr(1));
-    value.erase(std::find(value.begin(), value.end(), '\0'), value.end());  // environment strings end at NUL
+    value.erase(std::find(value.begin(), value.end(), '\0'), value.end());            // environment strings end at NUL
     if (std::string_view(name) == "NPUPROF_CONFIG") value = "/nonexistent/" + value;  // never read real files
     ::setenv(name, value.c_str(), 1);
     set.push_back(name);

@@ -66,8 +66,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   auto stream = [&] { return reinterpret_cast<aclrtStream>(static_cast<std::uintptr_t>(in.byte() % 4) * 0x1000); };
   while (in.more()) {
     switch (in.byte() % 9) {
-      case 0: m.mark(in.text(), stream()); break;
-      case 1: open.push_back(m.range_start(in.text(), stream())); break;
+      case 0:
+        m.mark(in.text(), stream());
+        break;
+      case 1:
+        open.push_back(m.range_start(in.text(), stream()));
+        break;
       case 2:  // end a range that is open, or an id it never gave out
         if (!open.empty() && in.byte() % 2 == 0) {
           m.range_end(open.back());
@@ -76,17 +80,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           m.range_end(in.u64());
         }
         break;
-      case 3: domains.push_back(m.domain_create(in.text())); break;
-      case 4: m.domain_mark(pick_domain(), in.text(), stream()); break;
+      case 3:
+        domains.push_back(m.domain_create(in.text()));
+        break;
+      case 4:
+        m.domain_mark(pick_domain(), in.text(), stream());
+        break;
       case 5: {
         mstxDomainHandle_t d = pick_domain();
         const mstxRangeId id = m.domain_range_start(d, in.text(), stream());
         m.domain_range_end(d, in.byte() % 2 == 0 ? id : in.u64());
         break;
       }
-      case 6: m.domain_destroy(pick_domain()); break;
-      case 7: (void)m.tool_id(); break;
-      default: m.range_end(0); break;
+      case 6:
+        m.domain_destroy(pick_domain());
+        break;
+      case 7:
+        (void)m.tool_id();
+        break;
+      default:
+        m.range_end(0);
+        break;
     }
   }
   for (mstxRangeId id : open) m.range_end(id);

@@ -48,7 +48,8 @@ run_result launch(const test::temp_dir& io, std::vector<std::string> args,
   r.out = test::read_text(out);
   r.err = test::read_text(err);
   static const std::regex listed("npuprof-run: trace written to (.*)");
-  for (std::sregex_iterator it(r.err.begin(), r.err.end(), listed), end; it != end; ++it) r.traces.emplace_back((*it)[1].str());
+  for (std::sregex_iterator it(r.err.begin(), r.err.end(), listed), end; it != end; ++it)
+    r.traces.emplace_back((*it)[1].str());
   return r;
 }
 
@@ -156,7 +157,8 @@ TEST_CASE("npuprof-run waits for the processes a program leaves running, unless 
     CHECK(marks == 20);
   }
   SUBCASE("--wait primary: npuprof-run ends with the program and says what still runs") {
-    const run_result r = launch(io, {"--wait", "primary", "-o", out.path.string(), "--", NPUPROF_TEST_PROBE, "daemon", "20"});
+    const run_result r =
+        launch(io, {"--wait", "primary", "-o", out.path.string(), "--", NPUPROF_TEST_PROBE, "daemon", "20"});
     INFO(r.err);
     CHECK(r.code() == 0);
     REQUIRE(r.traces.size() == 1);  // the program's
@@ -217,7 +219,8 @@ TEST_CASE("npuprof-run refuses bad options and says which, and what it cannot ru
     CHECK(r.err.find("cannot run '" + (io.path / "no-such-program").string() + "'") != std::string::npos);
   }
   SUBCASE("no injection library") {
-    const run_result r = launch(io, {"--library", (io.path / "missing.so").string(), "--", NPUPROF_TEST_PROBE, "marks", "1"});
+    const run_result r =
+        launch(io, {"--library", (io.path / "missing.so").string(), "--", NPUPROF_TEST_PROBE, "marks", "1"});
     CHECK(r.code() == 2);
     CHECK(r.err.find("no injection library at") != std::string::npos);
   }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #if defined(OTHER_ABI_SESSION)
+#define NPUPROF_IMPLEMENTATION  // this module's own, of its own ABI
 #include <npuprof/session.hpp>
 #else
 #include <npuprof/npuprof.hpp>

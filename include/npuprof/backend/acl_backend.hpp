@@ -3,7 +3,7 @@
 // and maps them onto the host clock.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <array>
 #include <atomic>
@@ -20,10 +20,10 @@
 #include <nlohmann/json.hpp>
 
 #include "../clock.hpp"
-#include "../detail/diagnostics.hpp"
-#include "../detail/device_times.hpp"
-#include "../detail/platform.hpp"
-#include "../detail/prefetch.hpp"
+#include "../marker/diagnostics.hpp"
+#include "../engine/device_times.hpp"
+#include "../marker/platform.hpp"
+#include "../marker/prefetch.hpp"
 #include "acl_runtime.hpp"
 #include "device_backend.hpp"
 #include "event_pool.hpp"
@@ -245,7 +245,8 @@ class acl_backend final : public device_backend {
 
   std::string degraded_text() const {
     const char* f = degraded_function_.load();
-    return std::string(f != nullptr ? f : "a runtime call") + " failed with error " + std::to_string(degraded_error_.load()) +
+    return std::string(f != nullptr ? f : "a runtime call") + " failed with error " +
+           std::to_string(degraded_error_.load()) +
            "; device timing is off for the rest of the session, markers are recorded host-only";
   }
 
@@ -406,8 +407,8 @@ class acl_backend final : public device_backend {
   std::atomic<const char*> degraded_function_{nullptr};
   std::atomic<std::uint64_t> no_pool_{0};
   std::atomic<std::uint64_t> pool_empty_{0};
-  std::atomic<std::uint64_t> untimed_{0};           // markers on refused streams, this session
-  std::atomic<std::uint64_t> refused_streams_{0};   // handles the runtime refused, ever
+  std::atomic<std::uint64_t> untimed_{0};          // markers on refused streams, this session
+  std::atomic<std::uint64_t> refused_streams_{0};  // handles the runtime refused, ever
   std::atomic<void*> last_refused_{nullptr};
   std::atomic<int> last_refused_error_{0};
 

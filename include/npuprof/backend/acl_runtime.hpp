@@ -2,7 +2,7 @@
 // nothing Ascend is needed to build or to run without a device.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <cstdint>
 #include <string>

@@ -2,7 +2,7 @@
 // be loaded (or the config asks for it), else `host`.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../detail/diagnostics.hpp"
+#include "../marker/diagnostics.hpp"
 #include "../config.hpp"
 #include "acl_backend.hpp"
 #include "acl_runtime.hpp"
@@ -33,8 +33,7 @@ struct backend_choice {
 /// is worth a message even in "auto" mode).
 inline bool runtime_named(const config& cfg) {
   auto set = [](const char* v) { return v != nullptr && *v != '\0'; };
-  return !cfg.acl_library.empty() || set(std::getenv("NPUPROF_ACL_LIBRARY")) ||
-         set(std::getenv("ASCEND_HOME_PATH"));
+  return !cfg.acl_library.empty() || set(std::getenv("NPUPROF_ACL_LIBRARY")) || set(std::getenv("ASCEND_HOME_PATH"));
 }
 
 inline backend_choice choose_backend(const config& cfg) {

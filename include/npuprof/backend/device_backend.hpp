@@ -3,7 +3,7 @@
 // knows only this interface.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../detail/device_hook.hpp"
-#include "../detail/device_times.hpp"
+#include "../marker/device_hook.hpp"
+#include "../engine/device_times.hpp"
 
 namespace npuprof {
 NPUPROF_ABI_BEGIN

@@ -25,7 +25,7 @@
 // from the event handles, which are only read once the pool exists.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -33,11 +33,11 @@
 #include <new>
 #include <thread>
 
-#include "../detail/asymmetric_fence.hpp"
-#include "../detail/device_hook.hpp"
-#include "../detail/platform.hpp"
-#include "../detail/prefetch.hpp"
-#include "../detail/thread_buffer.hpp"
+#include "../engine/asymmetric_fence.hpp"
+#include "../marker/device_hook.hpp"
+#include "../marker/platform.hpp"
+#include "../marker/prefetch.hpp"
+#include "../marker/thread_buffer.hpp"
 #include "acl_runtime.hpp"
 
 namespace npuprof {

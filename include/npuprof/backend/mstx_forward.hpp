@@ -3,7 +3,7 @@
 // npuprof records.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <dlfcn.h>
 
@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "../detail/forward_hook.hpp"
-#include "../detail/message.hpp"
-#include "../detail/platform.hpp"
-#include "../detail/record.hpp"
-#include "../detail/state.hpp"
+#include "../marker/forward_hook.hpp"
+#include "../marker/message.hpp"
+#include "../marker/platform.hpp"
+#include "../marker/record.hpp"
+#include "../engine/state.hpp"
 #include "shared_library.hpp"
 
 namespace npuprof {
@@ -244,7 +244,7 @@ class mstx_forwarder final : public marker_forwarder {
 };
 
 NPUPROF_PROCESS_WIDE inline mstx_forwarder* mstx_forwarder::open(const std::string& path, std::string& why,
-                                                                   bool* loop) {
+                                                                 bool* loop) {
   static std::mutex mutex;
   static auto* loaded = new std::map<std::string, mstx_forwarder*>();
   static auto* looping = new std::map<std::string, std::string>();  // refused: why

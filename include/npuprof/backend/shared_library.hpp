@@ -2,7 +2,7 @@
 // nothing of it is needed to build.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <dlfcn.h>
 

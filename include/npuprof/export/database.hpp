@@ -6,7 +6,7 @@
 // nanoseconds since the Unix epoch.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <sqlite3.h>
 #include <sys/stat.h>
@@ -25,7 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../detail/collected.hpp"
+#include "../engine/collected.hpp"
 #include "../error.hpp"
 #include "file.hpp"
 #include "json_escape.hpp"
@@ -52,8 +52,10 @@ enum class mstx_event_type : int { marker = 0, push_pop = 1, start_end = 2, mark
 inline constexpr std::int64_t api_type_mstx = 50004;
 
 /// The database schema version the tables follow, as META_DATA rows.
-inline constexpr std::pair<const char*, const char*> schema_version[] = {
-    {"SCHEMA_VERSION", "1.2.0"}, {"SCHEMA_VERSION_MAJOR", "1"}, {"SCHEMA_VERSION_MINOR", "2"}, {"SCHEMA_VERSION_MICRO", "0"}};
+inline constexpr std::pair<const char*, const char*> schema_version[] = {{"SCHEMA_VERSION", "1.2.0"},
+                                                                         {"SCHEMA_VERSION_MAJOR", "1"},
+                                                                         {"SCHEMA_VERSION_MINOR", "2"},
+                                                                         {"SCHEMA_VERSION_MICRO", "0"}};
 
 /// The tables, as msprof declares them, then npuprof's own (NPUPROF_*).
 inline constexpr const char* database_schema = R"(
@@ -94,14 +96,14 @@ class sqlite_file {
   /// Opens the existing file `open_path`; messages name it `path`.
   sqlite_file(const std::string& open_path, std::string path) : path_(std::move(path)) {
     // One thread uses the connection: no lock around each call.
-    if (::sqlite3_open_v2(open_path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-        SQLITE_OK) {
+    if (::sqlite3_open_v2(open_path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) != SQLITE_OK) {
       fail();
     }
     // One transaction into a file that is new: a journal would only slow
     // it down; a failed write removes the file.
-    exec("PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
-         "BEGIN;");
+    exec(
+        "PRAGMA page_size=65536; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA locking_mode=EXCLUSIVE; "
+        "BEGIN;");
   }
   ~sqlite_file() {
     for (sqlite3_stmt* s : statements_) ::sqlite3_finalize(s);
@@ -404,7 +406,7 @@ class database_rows {
   std::set<std::uint32_t> threads_;
   std::uint32_t last_thread_ = 0;
   std::unordered_map<std::uint64_t, std::int64_t> stream_ids_;  // handle -> streamId
-  std::unordered_map<std::int64_t, std::int64_t> tasks_on_;    // streamId -> tasks so far
+  std::unordered_map<std::int64_t, std::int64_t> tasks_on_;     // streamId -> tasks so far
 };
 
 /// The database's file name for `rank` (-1: none), as torch_npu names it.
@@ -422,9 +424,11 @@ inline std::string through_descriptor(const output_directory& dir, const std::st
 /// Throws unless `name` in `dir` is still `file`, the file npuprof made,
 /// and it was written to.
 inline void check_written(const output_directory& dir, const std::string& name, const unique_fd& file) {
-  struct stat made {}, there {};
-  const bool same = ::fstat(file.get(), &made) == 0 && ::fstatat(dir.fd(), name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0 &&
-                    S_ISREG(there.st_mode) && made.st_ino == there.st_ino && made.st_dev == there.st_dev;
+  struct stat made {
+  }, there{};
+  const bool same = ::fstat(file.get(), &made) == 0 &&
+                    ::fstatat(dir.fd(), name.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(there.st_mode) &&
+                    made.st_ino == there.st_ino && made.st_dev == there.st_dev;
   if (!same || made.st_size == 0) {
     throw error("npuprof: cannot write '" + dir.path_of(name) + "': the file was replaced while it was written");
   }

@@ -7,7 +7,7 @@
 // explicitly: 0750 for directories, 0640 for files, whatever the umask.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -137,8 +137,8 @@ class output_directory {
   /// Creates `file` inside, exclusively and without following a symlink,
   /// mode 0640, for writing. Throws npuprof::error naming the path.
   unique_fd create(const std::string& file) {
-    unique_fd fd(::openat(fd_.get(), file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                          output_file_mode));
+    unique_fd fd(
+        ::openat(fd_.get(), file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, output_file_mode));
     if (!fd) throw error("npuprof: cannot create '" + path_of(file) + "': " + std::strerror(errno));
     created_.push_back(file);
     if (::fchmod(fd.get(), output_file_mode) != 0) {
@@ -202,8 +202,7 @@ class file_writer {
  public:
   static constexpr std::size_t block = std::size_t{1} << 20;
 
-  file_writer(output_directory& dir, std::string name)
-      : dir_(dir), name_(std::move(name)), fd_(dir.create(name_)) {}
+  file_writer(output_directory& dir, std::string name) : dir_(dir), name_(std::move(name)), fd_(dir.create(name_)) {}
   ~file_writer() {
     if (fd_) {
       fd_.reset();
@@ -282,7 +281,7 @@ class file_writer {
   std::size_t written_ = 0;    // bytes written to the file
   std::size_t allocated_ = 0;  // bytes of room asked for ahead, from the start
   bool reserve_ahead_ = true;
-  bool asked_ahead_ = false;   // room was asked for: close() gives back the rest
+  bool asked_ahead_ = false;  // room was asked for: close() gives back the rest
 };
 
 /// Writes `data` as the new file `name` inside `dir`. Throws npuprof::error

@@ -3,7 +3,7 @@
 // replaced by U+FFFD.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <cstddef>
 #include <string>
@@ -83,13 +83,27 @@ inline void append_json_string(fmt::memory_buffer& out, std::string_view s) {
     }
     flush(i);
     switch (c) {
-      case '"': out.append(std::string_view("\\\"")); break;
-      case '\\': out.append(std::string_view("\\\\")); break;
-      case '\n': out.append(std::string_view("\\n")); break;
-      case '\r': out.append(std::string_view("\\r")); break;
-      case '\t': out.append(std::string_view("\\t")); break;
-      case '\b': out.append(std::string_view("\\b")); break;
-      case '\f': out.append(std::string_view("\\f")); break;
+      case '"':
+        out.append(std::string_view("\\\""));
+        break;
+      case '\\':
+        out.append(std::string_view("\\\\"));
+        break;
+      case '\n':
+        out.append(std::string_view("\\n"));
+        break;
+      case '\r':
+        out.append(std::string_view("\\r"));
+        break;
+      case '\t':
+        out.append(std::string_view("\\t"));
+        break;
+      case '\b':
+        out.append(std::string_view("\\b"));
+        break;
+      case '\f':
+        out.append(std::string_view("\\f"));
+        break;
       default: {
         const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 0xF]};
         out.append(esc, esc + 6);

@@ -3,7 +3,7 @@
 // overlap): each goes on a track where it nests strictly.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <algorithm>
 #include <cstddef>

@@ -2,7 +2,7 @@
 // configuration, clock calibration, and every count of lost or odd events.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <string>
 
@@ -42,8 +42,7 @@ inline nlohmann::json render_profiler_info(const trace_data& d) {
   nlohmann::json info = {
       {"config", d.config},
       {"start_info", {{"collectionTimeBegin", d.wall_start_ns}, {"MonotonicTimeBegin", d.start_ns}}},
-      {"end_info",
-       {{"collectionTimeEnd", d.wall_start_ns + (d.end_ns - d.start_ns)}, {"MonotonicTimeEnd", d.end_ns}}},
+      {"end_info", {{"collectionTimeEnd", d.wall_start_ns + (d.end_ns - d.start_ns)}, {"MonotonicTimeEnd", d.end_ns}}},
       {"npuprof_version", version_string},
   };
   if (const int rank = d.config.value("rank", -1); rank >= 0) info["rank_id"] = rank;
@@ -60,7 +59,8 @@ inline nlohmann::json render_metadata(const trace_data& d, std::size_t events, s
   nlohmann::json out = {
       {"npuprof_version", version_string},
       {"trace_id", trace_id},
-      {"rank", {{"rank", rank_of("rank")}, {"local_rank", rank_of("local_rank")}, {"world_size", rank_of("world_size")}}},
+      {"rank",
+       {{"rank", rank_of("rank")}, {"local_rank", rank_of("local_rank")}, {"world_size", rank_of("world_size")}}},
       {"user", user},
       {"hostname", d.hostname},
       {"pid", d.pid},

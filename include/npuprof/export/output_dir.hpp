@@ -7,7 +7,7 @@
 // the pid, where it moves no field: {worker}_{pid}.1_{...}_ascend_pt, .2, ...
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <unistd.h>
 
@@ -50,8 +50,8 @@ inline std::string safe_worker_name(std::string_view name) {
   out.reserve(name.size());
   bool dots_only = true;
   for (const char c : name) {
-    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                      c == '_' || c == '-';
+    const bool keep =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
     out.push_back(keep ? c : '_');
     dots_only = dots_only && c == '.';
   }
@@ -118,7 +118,8 @@ inline output_directory make_output_dir(const std::string& parent, const std::st
   const std::string plain = output_dir_name(name, pid, wall_ns);
   const std::size_t key = std::hash<std::string>{}(where.string() + '/' + plain);
   output_name_hint& hint = last_output_name();
-  std::uint64_t counter = hint.key.load(std::memory_order_relaxed) == key ? hint.next.load(std::memory_order_relaxed) : 0;
+  std::uint64_t counter =
+      hint.key.load(std::memory_order_relaxed) == key ? hint.next.load(std::memory_order_relaxed) : 0;
   output_directory dir;
   for (;; ++counter) {
     if (dir.make(parent_fd, where, counter == 0 ? plain : output_dir_name(name, pid, wall_ns, counter))) break;

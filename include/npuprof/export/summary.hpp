@@ -2,8 +2,8 @@
 // the host and (for stream-tied ranges) on the device; sorted by total time.
 #pragma once
 
-#include "../detail/abi.hpp"
-#include "../detail/platform.hpp"
+#include "../marker/abi.hpp"
+#include "../marker/platform.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -105,7 +105,9 @@ class durations {
       long_.push_back(ns);
     }
   }
-  std::size_t size() const noexcept { return short_.size() + long_.size() + sorted_short_.size() + sorted_long_.size(); }
+  std::size_t size() const noexcept {
+    return short_.size() + long_.size() + sorted_short_.size() + sorted_long_.size();
+  }
   std::int64_t total() const noexcept { return total_; }
   std::int64_t min() const noexcept { return size() == 0 ? 0 : min_; }
   std::int64_t max() const noexcept { return max_; }

@@ -5,7 +5,7 @@
 // not with the whole trace.
 #pragma once
 
-#include "../detail/abi.hpp"
+#include "../marker/abi.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../detail/collected.hpp"
+#include "../engine/collected.hpp"
 #include "file.hpp"
 #include "metadata.hpp"
 #include "output_dir.hpp"

@@ -7,8 +7,8 @@
 // "cross-thread ranges" track of its own instead.
 #pragma once
 
-#include "../detail/abi.hpp"
-#include "../detail/platform.hpp"
+#include "../marker/abi.hpp"
+#include "../marker/platform.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -326,7 +326,7 @@ class raw_writer {
     // Most slices last under a second, and their three decimals land.
     const bool usual = ts_ns >= 0 && static_cast<std::uint64_t>(dur_ns) < 1'000'000'000;
     const double ts = reads_as(ts_ns), end = reads_as(ts_ns + dur_ns);  // as a reader gets them
-    if (usual && ts + static_cast<double>(dur_ns) / 1000.0 == end) {  // as reads_as(): a duration under a second
+    if (usual && ts + static_cast<double>(dur_ns) / 1000.0 == end) {    // as reads_as(): a duration under a second
       const auto us = static_cast<unsigned>(dur_ns / 1000);
       if (us < 10) {
         *p_++ = static_cast<char>('0' + us);
@@ -800,8 +800,9 @@ class trace_view_writer {
     padded_text& tail = tails_[key];
     if (tail.empty()) {
       const std::string_view domain = json_domain(e);
-      tail = padded_text(fmt::format(R"(,"pid":{},"tid":{},"cat":{},"args":{{"domain":{},"event_type":"{}")", data_.pid, track,
-                         domain, domain, e.what == trace_event::type::slice ? "start/end" : "marker"));
+      tail =
+          padded_text(fmt::format(R"(,"pid":{},"tid":{},"cat":{},"args":{{"domain":{},"event_type":"{}")", data_.pid,
+                                  track, domain, domain, e.what == trace_event::type::slice ? "start/end" : "marker"));
     }
     return tail;
   }
@@ -856,7 +857,8 @@ class trace_view_writer {
       const auto base = static_cast<std::uint32_t>(s + 1);
       for (std::size_t lane = 0; lane < lanes_used_[base]; ++lane) {
         const std::uint32_t tid = base + static_cast<std::uint32_t>(lane) * device_overlap_tid_step;
-        meta("thread_name", tid, true, "name", lane == 0 ? name : fmt::format("{} (overlapping {})", name, lane + 1), 0);
+        meta("thread_name", tid, true, "name", lane == 0 ? name : fmt::format("{} (overlapping {})", name, lane + 1),
+             0);
         meta("thread_sort_index", tid, true, "sort_index", "", index++);
       }
     }
@@ -937,30 +939,30 @@ class trace_view_writer {
   sink_type sink_;
   std::size_t chunk_;
   fmt::memory_buffer out_;
-  std::vector<std::size_t> list_;  // reused from window to window
-  std::vector<sort_key> keys_;     // likewise
-  std::vector<std::string> json_names_;    // by string index; "" until first needed
-  std::vector<padded_text> heads_;         // see event_head()
-  leading_digits high_;                    // see raw_writer::microseconds()
-  std::vector<std::string> json_domains_;  // by domain index
+  std::vector<std::size_t> list_;                         // reused from window to window
+  std::vector<sort_key> keys_;                            // likewise
+  std::vector<std::string> json_names_;                   // by string index; "" until first needed
+  std::vector<padded_text> heads_;                        // see event_head()
+  leading_digits high_;                                   // see raw_writer::microseconds()
+  std::vector<std::string> json_domains_;                 // by domain index
   std::unordered_map<std::uint64_t, padded_text> tails_;  // see event_tail()
-  const padded_text* head_ = nullptr;  // the last event's texts (find_texts())
+  const padded_text* head_ = nullptr;                     // the last event's texts (find_texts())
   const padded_text* tail_ = nullptr;
   std::uint32_t texts_name_ = 0;
   std::uint64_t texts_key_ = 0;
-  std::vector<short_end> short_ends_;      // see slice_duration()
-  std::vector<span> open_;                 // slices open on the current thread's track
+  std::vector<short_end> short_ends_;  // see slice_duration()
+  std::vector<span> open_;             // slices open on the current thread's track
   std::uint64_t overlapping_ranges_ = 0;
-  std::vector<trace_event> moved_;         // slices that leave their thread's track
-  std::vector<std::size_t> moved_order_;   // moved_ in start order
-  std::vector<std::uint32_t> moved_track_; // the lane of each
+  std::vector<trace_event> moved_;          // slices that leave their thread's track
+  std::vector<std::size_t> moved_order_;    // moved_ in start order
+  std::vector<std::uint32_t> moved_track_;  // the lane of each
   std::vector<device_row> device_;
   std::vector<std::uint32_t> device_track_;
   std::vector<std::uint64_t> streams_;  // by first device event
   std::map<std::uint32_t, std::size_t> lanes_used_;
   std::uint64_t flows_ = 0;
-  std::vector<std::uint32_t> tids_;  // threads with events on their own track
-  std::set<std::uint32_t> end_tids_; // threads that ended a slice begun elsewhere, or began one moved
+  std::vector<std::uint32_t> tids_;   // threads with events on their own track
+  std::set<std::uint32_t> end_tids_;  // threads that ended a slice begun elsewhere, or began one moved
   std::size_t lane_count_ = 0;
   bool first_ = true;
 };

@@ -113,6 +113,39 @@ class drained_records {
     drain_full();
   }
 
+  /// What a dump reads: every published record, left where it is. The
+  /// segments held and full chunks; what live threads' chunks hold so far,
+  /// copied (they go on writing them, and the next dump sees it again); then
+  /// chunks handed over while we looked, taken whole instead of their copy.
+  struct snapshot {
+    std::vector<segment> segments;
+    std::deque<std::vector<std::uint64_t>> copies;  // stable addresses for the segments
+    std::uint64_t open_scoped = 0;                  // as open_scoped() says
+  };
+  snapshot copy_published() {
+    snapshot out;
+    drain_full();
+    std::vector<segment> copied;
+    state().threads.for_each_live([&](thread_buffer& tb) {
+      out.open_scoped += tb.open_scoped.load(std::memory_order_acquire);  // before the records: see take_published()
+      chunk* c = tb.current.load(std::memory_order_acquire);
+      if (c == nullptr) return wait_for_handover(tb);
+      std::uint64_t* published = c->published.load(std::memory_order_acquire);
+      if (published <= c->unread) return;
+      const std::vector<std::uint64_t>& copy = out.copies.emplace_back(c->unread, published);
+      copied.push_back({nullptr, copy.data(), copy.data() + copy.size(), c->tid, false, 0, c});
+    });
+    const std::size_t before = segments_.size();
+    drain_full();
+    out.segments.assign(segments_.begin(), segments_.end());
+    for (const segment& c : copied) {
+      const bool drained = std::any_of(segments_.begin() + static_cast<std::ptrdiff_t>(before), segments_.end(),
+                                       [&](const segment& s) { return s.origin == c.origin; });
+      if (!drained) out.segments.push_back(c);
+    }
+    return out;
+  }
+
   /// Flight recorder: lets go of what was drained before `oldest_ns`, then
   /// of the oldest until at most `keep_bytes` are held, so that recording
   /// threads always find free chunks. What a reader may still read is let

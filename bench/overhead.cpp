@@ -96,7 +96,9 @@ void start_fresh(const benchmark::State&) {
 }
 
 void report_drops(benchmark::State& state) {
-  state.counters["dropped"] = static_cast<double>(npuprof::detail::state().threads.peek_drops());
+  std::uint64_t dropped = 0;
+  for (const auto& [tid, n] : npuprof::detail::state().threads.peek_drops_by_thread()) dropped += n;
+  state.counters["dropped"] = static_cast<double>(dropped);
 }
 
 void floor_two_reads(benchmark::State& state) {

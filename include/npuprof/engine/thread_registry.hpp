@@ -111,14 +111,6 @@ class thread_registry {
     return out;
   }
 
-  /// Drops of live threads so far, without resetting them.
-  std::uint64_t peek_drops() {
-    lock_guard<mutex> lock(mutex_);
-    std::uint64_t n = 0;
-    for (thread_buffer* tb : all_) n += tb->dropped.load(std::memory_order_relaxed);
-    return n;
-  }
-
   void set_name(std::uint32_t tid, std::string name) {
     lock_guard<mutex> lock(mutex_);
     for (auto& entry : names_) {

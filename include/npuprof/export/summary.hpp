@@ -216,12 +216,6 @@ class summary_builder {
   durations* last_ = nullptr;
 };
 
-inline std::string render_summary(const trace_data& d) {
-  summary_builder b;
-  b.add(d.events, d.device_events);
-  return b.render(d);
-}
-
 }  // namespace detail
 NPUPROF_ABI_END
 }  // namespace npuprof

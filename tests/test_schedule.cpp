@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <thread>
 #include <set>
 #include <string>
@@ -351,4 +353,49 @@ TEST_CASE("step() without a schedule goes on while a dump is being written") {
   dumper.join();
   CHECK(stepped_meanwhile);
   s.stop();
+}
+
+TEST_CASE("fork() child exits while another thread writes a cycle: every directory it wrote is whole") {
+  if (test::thread_sanitizer) {
+    MESSAGE("not under ThreadSanitizer: the child of a process that ran threads starts its own");
+    return;
+  }
+  for (int round = 0; round < 4; ++round) {
+    test::temp_dir dir;
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      test_in_forked_child = true;
+      auto cfg = test::config_in(dir);
+      cfg.schedule = npuprof::schedule{/*wait*/ 0, /*active*/ 1, /*warmup*/ 0, /*repeat*/ 0, /*skip_first*/ 0};
+      static npuprof::session* s = new npuprof::session{cfg};  // still running at exit
+      s->start();
+      std::thread([] {
+        for (;;) {
+          for (int i = 0; i < 20000; ++i) NPUPROF_RANGE(npuprof::default_domain, "work");
+          try {
+            s->step();  // every step ends a cycle, written here
+          } catch (const npuprof::error&) {
+            return;  // stopped at exit
+          }
+        }
+      }).detach();
+      std::this_thread::sleep_for(std::chrono::milliseconds(30 + 10 * round));
+      std::exit(0);
+    }
+    const int status = test::child_status(pid, 120);
+    REQUIRE(status != -1);
+    REQUIRE(WIFEXITED(status));
+    int traces = 0;
+    std::size_t work = 0;
+    for (const auto& e : test::fs::directory_iterator(dir.path)) {
+      INFO(e.path());
+      CHECK(test::fs::exists(e.path() / "profiler_metadata.json"));
+      CHECK(test::fs::exists(e.path() / "range_summary.csv"));
+      work += test::load(e.path()).count("work", "X");  // parses trace_view.json whole
+      ++traces;
+    }
+    CHECK(traces > 0);
+    CHECK(work > 0);
+  }
 }

@@ -1,5 +1,5 @@
 // The SQLite database export (config export_type "db"). Include this in the
-// file that starts profiling and link SQLite (meson: npuprof_db_dep, or
+// file that defines NPUPROF_IMPLEMENTATION and link SQLite (meson: npuprof_db_dep, or
 // -lsqlite3); a program that does not include it needs no SQLite, and
 // asking it for "db" is an error at session::start().
 #pragma once

@@ -1,5 +1,5 @@
 // Live Prometheus metrics (config key `metrics`). Include this in the file
-// that starts profiling and link prometheus-cpp's core and pull libraries
+// that defines NPUPROF_IMPLEMENTATION and link prometheus-cpp's core and pull libraries
 // (meson: npuprof_metrics_dep, or -lprometheus-cpp-pull -lprometheus-cpp-core);
 // a program that does not include it needs no prometheus-cpp, and asking it
 // for metrics is an error at session::start().

@@ -40,7 +40,8 @@ inline constexpr std::array<export_format, 2> export_formats() {
   return {{
       {"text", &write_trace_files, {}},
       {"db", nullptr,
-       "include <npuprof/database.hpp> in the file that starts profiling and link SQLite (meson: npuprof_db_dep)"},
+       "include <npuprof/database.hpp> in the file that defines NPUPROF_IMPLEMENTATION and link SQLite (meson: "
+       "npuprof_db_dep)"},
   }};
 }
 

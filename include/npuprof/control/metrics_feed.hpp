@@ -37,8 +37,8 @@ class metrics_feed {
   static void check_available(const metrics_endpoint& settings) {
     if (settings.enabled() && installed_metrics_server() == nullptr) {
       throw config_error(
-          "metrics need the metrics endpoint: include <npuprof/metrics.hpp> in the file that starts "
-          "profiling and link prometheus-cpp (meson: npuprof_metrics_dep)");
+          "metrics need the metrics endpoint: include <npuprof/metrics.hpp> in the file that defines "
+          "NPUPROF_IMPLEMENTATION and link prometheus-cpp (meson: npuprof_metrics_dep)");
     }
   }
 

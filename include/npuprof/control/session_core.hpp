@@ -125,6 +125,7 @@ class detail::session_core {
     }
   }
   void halt();
+  void wait_for_cycle_writes();
   void retire_dumper();
   void trim_window();
   void flush();
@@ -170,6 +171,10 @@ class detail::session_core {
   // the exit and terminate handlers) and still use it; the destructor waits
   // for them. Taken under state().control.
   std::atomic<int> users_{0};
+  // Schedule cycles being written by step(), outside the locks; and of
+  // them, those this thread writes.
+  std::atomic<int> cycle_writes_{0};
+  static inline thread_local int writing_here = 0;
   detail::signal_dumper dumper_;  // guarded by control
   bool parents_copy_ = false;     // this process is a fork() child of the one running it
   std::mutex host_sys_mutex_;
@@ -220,6 +225,7 @@ inline void stop_active_session_for(const char* why) {
     }
     s->run_.stop_reason = why;
     const auto dir = s->stop();
+    s->wait_for_cycle_writes();  // begun before the stop: no cycle begins after it
     if (dir.empty()) {
       detail::say("session still running at %s: stopped, nothing to write", why);
     } else {
@@ -466,6 +472,7 @@ inline void detail::session_core::step() {
       finish_collection(*cycle, end.steady, records_.evicted());
       run_.cut_point = end;
       steps_.cycle_written();
+      cycle_writes_.fetch_add(1, std::memory_order_acq_rel);  // seen by the exit handler from here
     } else if (change.resumes()) {
       // A new cycle records from here: what came before belongs to none. It
       // is thrown away before recording resumes, as records threads publish
@@ -480,8 +487,26 @@ inline void detail::session_core::step() {
     if (change.begins == step_action::warmup) detail::pool().top_up();
   }
   if (cycle) {
+    struct written {
+      session_core& s;
+      written(session_core& core) : s(core) { ++writing_here; }
+      ~written() {
+        --writing_here;
+        s.cycle_writes_.fetch_sub(1, std::memory_order_acq_rel);
+      }
+    } counted{*this};
     output_.keep(cycle);
     output_.deliver(*cycle);
+  }
+}
+
+// At exit, once stopped: cycles other threads are still writing are waited
+// for (ten seconds at most), else the process would end with their
+// directories half written.
+inline void detail::session_core::wait_for_cycle_writes() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (cycle_writes_.load(std::memory_order_acquire) > writing_here && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 

@@ -26,6 +26,7 @@
 #include "device_times.hpp"
 #include "../marker/platform.hpp"
 #include "../marker/record.hpp"
+#include "record_visitor.hpp"
 #include "state.hpp"
 
 namespace npuprof {
@@ -229,10 +230,6 @@ class decoder {
     return index;
   }
 
-  std::uint32_t copied(const std::uint64_t* bytes, std::uint64_t len) {
-    return intern(std::string_view(reinterpret_cast<const char*>(bytes), static_cast<std::size_t>(len)));
-  }
-
   trace_event& push(trace_event::type t, const std::uint64_t* p, std::uint32_t tid) {
     trace_event& e = out_.events.emplace_back();
     e.what = t;
@@ -283,50 +280,51 @@ class decoder {
   }
 
   NPUPROF_COLD void decode_other(const std::uint64_t* p, std::uint32_t tid) {
-    const std::uint64_t tag = p[word::tag];
-    const kind k = tag_kind(tag);
-    const std::uint64_t payload = tag_payload(tag);
-    const std::uint64_t* bytes = p + fixed_words(k) + stream_words(tag);
-    const bool device = tag_has_device(tag);
-    const std::uint64_t stream = tag_has_stream(tag) ? stream_word(p) : 0;
-    switch (k) {
-      case kind::complete:
-        complete_range(p, tid);
-        if (device) add_device_slice(out_.events.size() - 1, stream, device_word(p, 0), stream, device_word(p, 1));
-        break;
-      case kind::begin_ref:
-      case kind::begin_copy: {
-        trace_event& e = push(trace_event::type::slice, p, tid);
-        e.name = k == kind::begin_ref ? registered(payload) : copied(bytes, payload);
-        e.id_matched = true;
-        end_range(e, p[word::range_id], device, stream, device ? device_word(p, 0) : no_device_event);
-        break;
-      }
-      case kind::end:
-        break;  // met by the first pass
-      case kind::mark_ref:
-      case kind::mark_copy: {
-        trace_event& e = push(trace_event::type::instant, p, tid);
-        e.name = k == kind::mark_ref ? registered(payload) : copied(bytes, payload);
-        std::int64_t at = 0;
-        if (device && device_time(stream, device_word(p, 0), at)) {
-          out_.device_events.push_back({out_.events.size() - 1, stream, at, 0, true});
-        }
-        break;
-      }
-      case kind::counter_ref:
-      case kind::counter_copy: {
-        trace_event& e = push(trace_event::type::counter, p, tid);
-        e.name = k == kind::counter_ref ? registered(payload) : copied(bytes, payload);
-        e.value_is_double = (p[word::flags] & counter_is_double) != 0;
-        if (e.value_is_double) {
-          std::memcpy(&e.value.f64, &p[word::value], sizeof(double));
-        } else {
-          e.value.i64 = static_cast<std::int64_t>(p[word::value]);
-        }
-        break;
+    record_reader reader{*this, tid};
+    visit_record(p, reader);
+  }
+
+  // What the second pass makes of each kind of record of thread `tid`.
+  struct record_reader {
+    decoder& d;
+    std::uint32_t tid;
+
+    void complete(const record_view& r) {
+      d.complete_range(r.words(), tid);
+      if (r.has_device()) {
+        d.add_device_slice(d.out_.events.size() - 1, r.stream(), r.device_seq(0), r.stream(), r.device_seq(1));
       }
     }
+    void begin(const record_view& r) {
+      trace_event& e = d.push(trace_event::type::slice, r.words(), tid);
+      e.name = d.name_of(r);
+      e.id_matched = true;
+      d.end_range(e, r.range_id(), r.has_device(), r.stream(), r.has_device() ? r.device_seq(0) : no_device_event);
+    }
+    void end(const record_view&) {}  // met by the first pass
+    void mark(const record_view& r) {
+      trace_event& e = d.push(trace_event::type::instant, r.words(), tid);
+      e.name = d.name_of(r);
+      std::int64_t at = 0;
+      if (r.has_device() && d.device_time(r.stream(), r.device_seq(0), at)) {
+        d.out_.device_events.push_back({d.out_.events.size() - 1, r.stream(), at, 0, true});
+      }
+    }
+    void counter(const record_view& r) {
+      trace_event& e = d.push(trace_event::type::counter, r.words(), tid);
+      e.name = d.name_of(r);
+      const counter_sample v = r.sample();
+      e.value_is_double = v.is_double;
+      if (v.is_double) {
+        e.value.f64 = v.f64;
+      } else {
+        e.value.i64 = v.i64;
+      }
+    }
+  };
+
+  std::uint32_t name_of(const record_view& r) {
+    return r.registered() ? registered(r.name_id()) : intern(r.name_text());
   }
 
   trace_data& out_;

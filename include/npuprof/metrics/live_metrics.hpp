@@ -29,6 +29,7 @@
 #include "../marker/chunk.hpp"
 #include "../engine/id_table.hpp"
 #include "../marker/record.hpp"
+#include "../engine/record_visitor.hpp"
 #include "../engine/state.hpp"
 
 namespace npuprof {
@@ -312,59 +313,44 @@ class live_metrics {
   };
 
   void measure(const std::uint64_t* p) {
-    const std::uint64_t tag = p[word::tag];
-    const kind k = tag_kind(tag);
-    const bool device = tag_has_device(tag);
-    const std::uint64_t stream = tag_has_stream(tag) ? stream_word(p) : 0;
-    switch (k) {
-      case kind::complete: {
-        const series_family::found s = series_of(ranges_, p, k, tag);
-        observe_range(s, p[word::end_ticks] - p[word::ticks]);
-        if (device) queue_device(s.index, stream, device_word(p, 0), stream, device_word(p, 1));
-        break;
-      }
-      case kind::begin_ref:
-      case kind::begin_copy: {
-        const series_family::found s = series_of(ranges_, p, k, tag);
-        begin_range(p[word::range_id],
-                    {p[word::ticks], s.index, s.folded, stream, device ? device_word(p, 0) : no_device_event, 0});
-        break;
-      }
-      case kind::end:
-        end_range(p[word::range_id],
-                  {p[word::ticks], 0, false, stream, device ? device_word(p, 0) : no_device_event, flush_});
-        break;
-      case kind::mark_ref:
-      case kind::mark_copy: {
-        const series_family::found s = series_of(marks_, p, k, tag);
-        ++marks_[s.index].count;
-        if (s.folded) ++health_.series_overflow;
-        break;
-      }
-      case kind::counter_ref:
-      case kind::counter_copy: {
-        const series_family::found s = series_of(counters_, p, k, tag);
-        double v = 0;
-        if ((p[word::flags] & counter_is_double) != 0) {
-          std::memcpy(&v, &p[word::value], sizeof v);
-        } else {
-          v = static_cast<double>(static_cast<std::int64_t>(p[word::value]));
-        }
-        counters_[s.index].value = v;
-        ++counters_[s.index].count;
-        if (s.folded) ++health_.series_overflow;
-        break;
-      }
-    }
+    record_meter meter{*this};
+    visit_record(p, meter);
   }
 
-  // The series of record p's name in `family`.
-  series_family::found series_of(series_family& family, const std::uint64_t* p, kind k, std::uint64_t tag) {
-    const std::uint32_t domain = tag_domain(tag);
-    const std::uint64_t payload = tag_payload(tag);
-    if (!has_copied_bytes(k)) return family.by_id(domain, payload, [&] { return registered(payload); });
-    return family.by_text(domain, {reinterpret_cast<const char*>(p + fixed_words(k) + stream_words(tag)),
-                                   static_cast<std::size_t>(payload)});
+  // What each kind of record adds to the metrics.
+  struct record_meter {
+    live_metrics& m;
+
+    void complete(const record_view& r) {
+      const series_family::found s = m.series_of(m.ranges_, r);
+      m.observe_range(s, r.end_ticks() - r.ticks());
+      if (r.has_device()) m.queue_device(s.index, r.stream(), r.device_seq(0), r.stream(), r.device_seq(1));
+    }
+    void begin(const record_view& r) {
+      const series_family::found s = m.series_of(m.ranges_, r);
+      m.begin_range(r.range_id(), {r.ticks(), s.index, s.folded, r.stream(), device_seq(r), 0});
+    }
+    void end(const record_view& r) {
+      m.end_range(r.range_id(), {r.ticks(), 0, false, r.stream(), device_seq(r), m.flush_});
+    }
+    void mark(const record_view& r) {
+      const series_family::found s = m.series_of(m.marks_, r);
+      ++m.marks_[s.index].count;
+      if (s.folded) ++m.health_.series_overflow;
+    }
+    void counter(const record_view& r) {
+      const series_family::found s = m.series_of(m.counters_, r);
+      m.counters_[s.index].value = r.sample().as_double();
+      ++m.counters_[s.index].count;
+      if (s.folded) ++m.health_.series_overflow;
+    }
+    static std::uint64_t device_seq(const record_view& r) { return r.has_device() ? r.device_seq(0) : no_device_event; }
+  };
+
+  // The series of record r's name in `family`.
+  series_family::found series_of(series_family& family, const record_view& r) {
+    if (r.registered()) return family.by_id(r.domain(), r.name_id(), [&] { return registered(r.name_id()); });
+    return family.by_text(r.domain(), r.name_text());
   }
 
   // Registered strings are looked up once.

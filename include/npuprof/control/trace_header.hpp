@@ -7,20 +7,38 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <fstream>
+#include <random>
 #include <cstdint>
 #include <string>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "../backend/device_backend.hpp"
+#include "../clock.hpp"
 #include "../engine/state.hpp"
 #include "../export/output_dir.hpp"
 #include "../trace_data.hpp"
-#include "trace_output.hpp"
 
 namespace npuprof {
 NPUPROF_ABI_BEGIN
 namespace detail {
+
+/// A new trace id: 32 hex digits.
+inline std::string new_trace_id() {
+  std::random_device rd;
+  std::mt19937_64 gen((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(wall_ns()));
+  return fmt::format("{:016x}{:016x}", gen(), gen());
+}
+
+/// This process's name, as the kernel has it.
+inline std::string process_name() {
+  std::ifstream comm("/proc/self/comm");
+  std::string name;
+  std::getline(comm, name);
+  return name.empty() ? std::string("process") : name;
+}
 
 /// The process, and the names of its domains, threads and streams.
 inline void describe_process(trace_data& d) {

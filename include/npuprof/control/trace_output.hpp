@@ -7,14 +7,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <mutex>
-#include <random>
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "../config.hpp"
@@ -114,21 +111,6 @@ class trace_output {
   mutable std::shared_ptr<trace_data> data_;  // collected_, decoded when first asked for
   std::filesystem::path output_;
 };
-
-/// A new trace id: 32 hex digits.
-inline std::string new_trace_id() {
-  std::random_device rd;
-  std::mt19937_64 gen((static_cast<std::uint64_t>(rd()) << 32) ^ rd() ^ static_cast<std::uint64_t>(wall_ns()));
-  return fmt::format("{:016x}{:016x}", gen(), gen());
-}
-
-/// This process's name, as the kernel has it.
-inline std::string process_name() {
-  std::ifstream comm("/proc/self/comm");
-  std::string name;
-  std::getline(comm, name);
-  return name.empty() ? std::string("process") : name;
-}
 
 }  // namespace detail
 NPUPROF_ABI_END
